@@ -1,0 +1,81 @@
+"""The mutation catalogue: realistic wrong implementations, each named after its bug.
+
+A catalogue is mutants/<assignment id>.py. Each mutant is an ordinary function or class,
+decorated with the name it replaces and the bug it stands for:
+
+    @mutant("scaled_dot_product_attention", "forgets to divide the scores by sqrt(d_k)")
+    def missing_scale(q, k, v, mask=None):
+        ...
+
+`grader check` runs the solution notebook in-process with the mutant swapped in right after
+the cell that defines the original, judges it exactly as a submission is judged, and fails
+unless the mutant loses points. `fails=(grade ids)` pins down which test cells must catch it.
+"""
+import ast
+import importlib.util
+import inspect
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+CATALOGUE_DIR = Path(__file__).resolve().parent.parent / "mutants"
+
+
+@dataclass
+class Mutant:
+    name: str
+    replaces: tuple
+    bug: str
+    source: str  # code that rebinds the replaced names when executed in the notebook's namespace
+    fails: tuple = ()
+
+
+def mutant(replaces, bug, fails=()):
+    """Mark a function or class as a mutant of `replaces` (a name, or a tuple of names)."""
+    def mark(obj):
+        obj.__mutant__ = (replaces if isinstance(replaces, tuple) else (replaces,), bug, tuple(fails))
+        return obj
+    return mark
+
+
+def _rebinding_source(obj, target, preamble):
+    tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+    definition = tree.body[0]
+    definition.decorator_list = []
+    definition.name = target
+    return preamble + ast.unparse(tree)
+
+
+def _preamble(path):
+    """The catalogue's imports and private helpers (names starting with _), which a mutant
+    may use: they are executed in the notebook's namespace before the mutant itself."""
+    tree = ast.parse(Path(path).read_text())
+    kept = [node for node in tree.body
+            if (isinstance(node, (ast.Import, ast.ImportFrom)) and not _is_grader_import(node))
+            or (isinstance(node, ast.FunctionDef) and node.name.startswith("_"))]
+    return "".join(ast.unparse(node) + "\n" for node in kept)
+
+
+def _is_grader_import(node):
+    module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+    return (module or "").split(".")[0] == "grader"
+
+
+def load_catalogue(assignment_id, directory=CATALOGUE_DIR):
+    path = Path(directory) / f"{assignment_id}.py"
+    if not path.exists():
+        return []
+    spec = importlib.util.spec_from_file_location(f"mutants_{assignment_id}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # inspect finds a class's source through its module
+    spec.loader.exec_module(module)
+    preamble = _preamble(path)
+    found = []
+    for name, obj in vars(module).items():
+        if hasattr(obj, "__mutant__") and getattr(obj, "__module__", None) == module.__name__:
+            replaces, bug, fails = obj.__mutant__
+            source = _rebinding_source(obj, replaces[0], preamble)
+            source += "".join(f"\n{other} = {replaces[0]}" for other in replaces[1:])
+            found.append(Mutant(name, replaces, bug, source, fails))
+    return found

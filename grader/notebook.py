@@ -1,0 +1,70 @@
+"""What kind of cell is this? One place for the course's reading of nbgrader metadata."""
+import ast
+import json
+from pathlib import Path
+
+import nbformat
+
+
+def nbgrader_meta(cell):
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def grade_id(cell):
+    return nbgrader_meta(cell).get("grade_id")
+
+
+def is_test_cell(cell):
+    """An auto-graded code cell: its points depend on the checks it runs."""
+    meta = nbgrader_meta(cell)
+    return cell.get("cell_type") == "code" and meta.get("grade", False) and not meta.get("solution", False)
+
+
+def is_written_answer(cell):
+    meta = nbgrader_meta(cell)
+    return cell.get("cell_type") == "markdown" and meta.get("grade", False) and meta.get("solution", False)
+
+
+def is_locked(cell):
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("locked", False)) and not meta.get("solution", False)
+
+
+def provided_file(cell):
+    return cell.get("metadata", {}).get("course", {}).get("provided")
+
+
+def test_cells(nb):
+    return [cell for cell in nb.cells if is_test_cell(cell)]
+
+
+def points(cell):
+    return float(nbgrader_meta(cell).get("points", 0))
+
+
+def max_auto_points(nb):
+    return sum(points(cell) for cell in test_cells(nb))
+
+
+def defined_names(source):
+    """Top-level function and class names a cell defines (None if it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    return {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+
+
+def read(path):
+    """Read a notebook; raise ValueError with a plain reason if it is not one."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return nbformat.read(handle, as_version=4)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"not a readable notebook (invalid JSON: {error})") from error
+    except Exception as error:  # nbformat raises several types for malformed notebooks
+        raise ValueError(f"not a readable notebook ({type(error).__name__}: {error})") from error
+
+
+def notebook_path(directory, assignment_id):
+    return Path(directory) / assignment_id / f"{assignment_id}.ipynb"

@@ -1,0 +1,204 @@
+# Test helpers for this notebook's visible and hidden tests (provided, read-only).
+# Each check compares what your code returned (`actual`) with what it should be (`expected`)
+# and, if they differ, stops with a message: what was expected, what came back, and the
+# likely mistake. The grader makes the very same comparisons in a separate process, so
+# these helpers are here to help you, not to be worked around.
+import math
+import zlib
+
+import torch
+
+
+class CheckFailed(AssertionError):
+    """A test found a difference between your result and the expected one."""
+
+
+def seeded_randn(*shape, seed, dtype=torch.float32, device="cpu"):
+    """Standard-normal tensor that depends only on `seed` (not on the global RNG)."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=generator, dtype=dtype).to(device)
+
+
+def randomize_parameters_(module, seed, scale=0.5):
+    """Fill every parameter of `module` from `seed` and its own name, so a test knows the
+    weights whatever order the layers were created in."""
+    with torch.no_grad():
+        for name, parameter in module.named_parameters():
+            values = seeded_randn(*parameter.shape, seed=seed + zlib.crc32(name.encode()))
+            parameter.copy_(scale * values)
+    return module
+
+
+# ---- describing values -------------------------------------------------------------------
+
+def _describe(value):
+    if isinstance(value, torch.Tensor):
+        text = f"tensor of shape {tuple(value.shape)}, {str(value.dtype).replace('torch.', '')}"
+        if value.device.type != "cpu":
+            text += f", on {value.device}"
+        if value.numel() <= 8 and value.dtype != torch.bool and value.is_floating_point():
+            text += f": {[round(x, 4) for x in value.detach().cpu().flatten().tolist()]}"
+        elif value.numel() <= 8:
+            text += f": {value.detach().cpu().flatten().tolist()}"
+        return text
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _diagnose(actual, expected):
+    """Common mistakes recognisable from the numbers alone."""
+    clues = []
+    if actual.shape == expected.shape and expected.ndim >= 2:
+        if actual.shape[-1] == actual.shape[-2] and torch.allclose(
+                actual, expected.transpose(-1, -2), atol=1e-4, rtol=1e-3):
+            clues.append("your result is the transpose of the expected one")
+    if torch.isnan(actual).any() and not torch.isnan(expected).any():
+        clues.append("your result contains NaN (a softmax over a row of -inf?)")
+    return clues
+
+
+# ---- comparisons: return None when fine, else a message ------------------------------------
+
+def compare_close(actual, expected, atol=1e-5, rtol=1e-4, check_dtype=True):
+    if not isinstance(expected, torch.Tensor):
+        expected = torch.as_tensor(expected)
+    if not isinstance(actual, torch.Tensor):
+        return f"expected a torch.Tensor ({_describe(expected)}), got {type(actual).__name__}: {_describe(actual)}"
+    if actual.shape != expected.shape:
+        return f"wrong shape: expected {tuple(expected.shape)}, got {tuple(actual.shape)}"
+    if check_dtype and actual.dtype != expected.dtype:
+        return (f"wrong dtype: expected {expected.dtype}, got {actual.dtype} "
+                "(a tensor created with the default dtype instead of the input's?)")
+    if check_dtype and actual.device.type != expected.device.type:
+        return (f"wrong device: expected {expected.device.type}, got {actual.device.type} "
+                "(a tensor created without device=...?)")
+    actual_cpu = actual.detach().to("cpu", torch.float64)
+    expected_cpu = expected.detach().to("cpu", torch.float64)
+    if torch.allclose(actual_cpu, expected_cpu, atol=atol, rtol=rtol, equal_nan=True):
+        return None
+    difference = (actual_cpu - expected_cpu).abs().nan_to_num(float("inf"))
+    flat_index = int(difference.argmax())
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat_index), actual.shape)) if actual.ndim else ()
+    lines = [f"values differ (tolerance atol={atol}, rtol={rtol}); largest difference "
+             f"{difference.max().item():.3g} at index {index}: expected "
+             f"{expected_cpu[index].item():.6g}, got {actual_cpu[index].item():.6g}"]
+    if actual.numel() <= 8:
+        lines.append(f"expected {_describe(expected)}\n  got      {_describe(actual)}")
+    lines += _diagnose(actual_cpu, expected_cpu)
+    return "\n  ".join(lines)
+
+
+def compare_equal(actual, expected):
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(actual, torch.Tensor):
+            return f"expected a torch.Tensor ({_describe(expected)}), got {type(actual).__name__}"
+        if actual.shape != expected.shape:
+            return f"wrong shape: expected {tuple(expected.shape)}, got {tuple(actual.shape)}"
+        if actual.dtype != expected.dtype:
+            return f"wrong dtype: expected {expected.dtype}, got {actual.dtype}"
+        if torch.equal(actual.cpu(), expected.cpu()):
+            return None
+        mismatches = int((actual.cpu() != expected.cpu()).sum())
+        return (f"{mismatches} of {expected.numel()} entries differ\n"
+                f"  expected {_describe(expected)}\n  got      {_describe(actual)}")
+    if isinstance(actual, torch.Tensor) and actual.numel() == 1 and not isinstance(expected, (tuple, list)):
+        actual = actual.item()
+    if type(actual) is type(expected) or (isinstance(actual, (int, float, bool)) and isinstance(expected, (int, float))):
+        if actual == expected:
+            return None
+    return f"expected {_describe(expected)}, got {_describe(actual)}"
+
+
+def compare_raises(outcome, expected_name):
+    """`outcome` is what calling the function did: {"raised": [class names], "message": str}."""
+    raised = outcome.get("raised") or []
+    if expected_name in raised:
+        return None
+    if not raised:
+        return f"expected a {expected_name} to be raised, but the call returned normally"
+    return f"expected a {expected_name}, got {raised[0]}: {outcome.get('message', '')}"
+
+
+FORBIDDEN_OPS = ("scaled_dot_product", "multi_head_attention", "transformer_encoder_layer")
+
+
+def compare_no_forbidden_ops(op_names, expected=None):
+    used = sorted({name for name in op_names if any(word in name for word in FORBIDDEN_OPS)})
+    if not used:
+        return None
+    return ("your code called PyTorch's built-in attention (" + ", ".join(used) + "); this assignment "
+            "asks you to write it from matmuls and softmax yourself")
+
+
+COMPARISONS = {"close": compare_close, "equal": compare_equal, "raises": compare_raises,
+               "no_forbidden_ops": compare_no_forbidden_ops}
+
+
+# ---- what tests call -------------------------------------------------------------------------
+
+def plain_value(value):
+    """The value reduced to plain data (CPU tensors, numbers, strings, tuples, lists, dicts):
+    what a check compares, and what the grader can store and reload safely."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().to("cpu").clone().as_subclass(torch.Tensor)
+    if value is None or isinstance(value, (bool, int, float, str, torch.dtype)):
+        return value
+    if isinstance(value, (tuple, list)):  # torch.Size is a tuple
+        return type(value)(plain_value(item) for item in value) if type(value) in (tuple, list) \
+            else tuple(plain_value(item) for item in value)
+    if isinstance(value, dict):
+        return {str(key): plain_value(item) for key, item in value.items()}
+    return {"unsupported value": type(value).__name__}
+
+
+def _observe(kind, actual, expected, what, hint, options):
+    """Judge one observation here and now (the grader replaces this to judge elsewhere)."""
+    message = COMPARISONS[kind](plain_value(actual), plain_value(expected), **options)
+    if message is not None:
+        text = f"{what}: {message}"
+        if hint:
+            text += f"\n  likely mistake: {hint}"
+        raise CheckFailed(text)
+
+
+def check_close(actual, expected, what, hint=None, atol=1e-5, rtol=1e-4, check_dtype=True):
+    """Tensors equal up to floating-point tolerance, same shape, dtype and device type."""
+    _observe("close", actual, expected, what, hint, dict(atol=atol, rtol=rtol, check_dtype=check_dtype))
+
+
+def check_equal(actual, expected, what, hint=None):
+    """Exactly equal: integers, booleans, shapes, strings, integer or boolean tensors."""
+    _observe("equal", actual, expected, what, hint, {})
+
+
+def check_raises(exception_type, function, *args, what, hint=None, **kwargs):
+    """Calling function(*args, **kwargs) must raise `exception_type` (or a subclass)."""
+    try:
+        function(*args, **kwargs)
+        outcome = {"raised": [], "message": ""}
+    except Exception as error:  # noqa: BLE001 - any exception is an observation here
+        outcome = {"raised": [cls.__name__ for cls in type(error).__mro__], "message": str(error)[:300]}
+    _observe("raises", outcome, exception_type.__name__, what, hint, {})
+
+
+def check_no_forbidden_calls(function, *args, what, **kwargs):
+    """Run function(*args) and check it does not use PyTorch's built-in attention: every torch
+    function it calls, and every low-level operator those dispatch, is looked at."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    names = []
+
+    class _RecordFunctions(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            names.append(getattr(func, "__name__", str(func)))
+            return func(*args, **(kwargs or {}))
+
+    class _RecordOperators(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            names.append(str(func.overloadpacket))
+            return func(*args, **(kwargs or {}))
+
+    with _RecordFunctions(), _RecordOperators():
+        function(*args, **kwargs)
+    _observe("no_forbidden_ops", names, None, what, None, {})
