@@ -39,10 +39,23 @@ def forbidden_uses(source):
             for alias in node.names:
                 if alias.name.startswith("torch._C"):
                     findings.append(f"line {line}: imports {alias.name}")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if any(word in node.value.lower().replace(".", "") for word in SUSPICIOUS_WORDS):
-                findings.append(f"line {line}: names built-in attention in a string")
+        elif isinstance(node, ast.Call) and _called_name(node) in DYNAMIC_LOOKUPS:
+            # the strings of each argument joined, so "scaled_dot_" + "product_attention" is seen
+            for argument in node.args:
+                text = "".join(c.value for c in ast.walk(argument)
+                               if isinstance(c, ast.Constant) and isinstance(c.value, str))
+                if any(word in text.lower().replace(".", "") for word in SUSPICIOUS_WORDS):
+                    findings.append(f"line {line}: looks up built-in attention by name ({_called_name(node)})")
     return findings
+
+
+DYNAMIC_LOOKUPS = {"getattr", "hasattr", "eval", "exec", "compile", "__import__", "import_module",
+                   "__getattribute__", "get"}
+
+
+def _called_name(call):
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
 def _mentions_torch(node):

@@ -1,0 +1,105 @@
+"""python -m grader VERB: one command per step of the instructor's workflow."""
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from .course import COURSE_DIR, assignment_ids
+
+
+def _ids(values):
+    known = assignment_ids()
+    unknown = [v for v in values if v not in known]
+    if unknown:
+        raise SystemExit(f"unknown assignment(s): {', '.join(unknown)}; known: {', '.join(known)}")
+    return values or known
+
+
+def cmd_sync(args):
+    from .release import sync_provided
+    for aid in _ids(args.ids):
+        refreshed = sync_provided(aid)
+        print(f"{aid}: " + (f"refreshed {', '.join(refreshed)}" if refreshed else "provided cells up to date"))
+
+
+def cmd_release(args):
+    from .release import release
+    for aid in _ids(args.ids):
+        print(f"{aid}: released to {release(aid)}")
+
+
+def cmd_check(args):
+    from .check import check_assignment, format_report
+    ok = True
+    for aid in _ids(args.ids):
+        report = check_assignment(aid, run_release=not args.skip_release_run, progress=not args.quiet)
+        print(format_report(report))
+        ok &= report.ok
+    print("check: " + ("all passed" if ok else "FAILED"))
+    return 0 if ok else 1
+
+
+def cmd_autograde(args):
+    from .autograde import autograde, format_table
+    [aid] = _ids([args.id])
+    started = time.time()
+    try:
+        outcomes = autograde(aid, args.submissions, course_dir=Path(args.course_dir),
+                             cell_timeout=args.cell_timeout, total_timeout=args.total_timeout)
+    except (FileNotFoundError, ValueError) as error:
+        raise SystemExit(f"autograde: {error}")
+    print(format_table(aid, outcomes))
+    print(f"{len(outcomes)} submissions in {time.time() - started:.1f} s")
+    return 0
+
+
+def cmd_feedback(args):
+    from .feedback import generate_feedback
+    [aid] = _ids([args.id])
+    pages = generate_feedback(aid, course_dir=Path(args.course_dir))
+    print(f"{len(pages)} feedback pages in {Path(args.course_dir) / 'feedback'}")
+
+
+def cmd_export(args):
+    from .feedback import export_csv
+    path, count = export_csv(args.output, course_dir=Path(args.course_dir), assignment_ids=args.ids or None)
+    print(f"{count} rows written to {path}")
+
+
+def cmd_demo(args):
+    from .demo import run_demo
+    return 0 if run_demo(_ids(args.ids)) else 1
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    p = verbs.add_parser("sync", help="refresh provided cells in solutions/ from grader/provided/")
+    p.add_argument("ids", nargs="*"); p.set_defaults(run=cmd_sync)
+    p = verbs.add_parser("release", help="regenerate assignments/ from solutions/ (always overwriting)")
+    p.add_argument("ids", nargs="*"); p.set_defaults(run=cmd_release)
+    p = verbs.add_parser("check", help="quality gate: solution full, release zero, release fresh, mutants caught")
+    p.add_argument("ids", nargs="*")
+    p.add_argument("--skip-release-run", action="store_true", help="skip (b), the kernel run of the release")
+    p.add_argument("--quiet", action="store_true"); p.set_defaults(run=cmd_check)
+    p = verbs.add_parser("autograde", help="grade a folder, submitted/ layout or zip of notebooks")
+    p.add_argument("id"); p.add_argument("submissions")
+    p.add_argument("--course-dir", default=str(COURSE_DIR))
+    p.add_argument("--cell-timeout", type=int, default=None, help="seconds per cell (default 60)")
+    p.add_argument("--total-timeout", type=int, default=None, help="seconds per notebook")
+    p.set_defaults(run=cmd_autograde)
+    p = verbs.add_parser("feedback", help="HTML feedback per student, hidden tests removed")
+    p.add_argument("id"); p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_feedback)
+    p = verbs.add_parser("export", help="grades as CSV: student, assignment, total, max, points per cell")
+    p.add_argument("ids", nargs="*"); p.add_argument("--output", default=str(COURSE_DIR / "grades.csv"))
+    p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_export)
+    p = verbs.add_parser("demo", help="release, grade sample submissions, feedback, CSV, in out/demo/")
+    p.add_argument("ids", nargs="*"); p.set_defaults(run=cmd_demo)
+    args = parser.parse_args(argv)
+    from .course import ensure_venv_bin_on_path
+    ensure_venv_bin_on_path()
+    return args.run(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Sample submissions made from the release, the solution and the mutation catalogue, so
+the demo and the tests always match the current notebooks: a perfect one, the untouched
+release, and buggy ones (a catalogued mutant in place of the student's code)."""
+import re
+
+import nbformat
+
+from . import notebook as nbtools
+from .course import RELEASE_DIR, SOURCE_DIR
+from .mutants import load_catalogue
+
+_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*\n", re.MULTILINE)
+
+# the buggy students of the demo: (student id, assignment, mutant name)
+DEMO_BUGS = {
+    "a1_self_attention": ["fully_masked_rows_nan", "sin_cos_swapped", "context_ignored", "no_length_check"],
+}
+
+
+def release_notebook(assignment_id):
+    return nbtools.read(nbtools.notebook_path(RELEASE_DIR, assignment_id))
+
+
+def perfect_submission(assignment_id):
+    """The release with every solution cell answered as the reference solution does."""
+    source = nbtools.read(nbtools.notebook_path(SOURCE_DIR, assignment_id))
+    answers = {nbtools.grade_id(c): _MARKERS.sub("", c.source) for c in source.cells
+               if nbtools.nbgrader_meta(c).get("solution")}
+    nb = release_notebook(assignment_id)
+    for cell in nb.cells:
+        gid = nbtools.grade_id(cell)
+        if nbtools.nbgrader_meta(cell).get("solution") and gid in answers:
+            cell.source = answers[gid]
+    return nb
+
+
+def buggy_submission(assignment_id, mutant_name):
+    """A perfect submission whose cell defining the mutated name holds the mutant instead."""
+    mutant = next((m for m in load_catalogue(assignment_id) if m.name == mutant_name), None)
+    if mutant is None:
+        raise KeyError(f"no mutant {mutant_name!r} in mutants/{assignment_id}.py")
+    nb = perfect_submission(assignment_id)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and nbtools.nbgrader_meta(cell).get("solution"):
+            if set(mutant.replaces) & (nbtools.defined_names(cell.source) or set()):
+                cell.source = mutant.source
+                return nb, mutant
+    raise ValueError(f"no solution cell defines {mutant.replaces}")
+
+
+def write_demo_submissions(assignment_id, folder):
+    """Write the demo's students into folder/<student>.ipynb; returns {student: expectation}."""
+    folder.mkdir(parents=True, exist_ok=True)
+    expectations = {"perfect": "full marks", "untouched_release": "zero"}
+    nbformat.write(perfect_submission(assignment_id), str(folder / "perfect.ipynb"))
+    nbformat.write(release_notebook(assignment_id), str(folder / "untouched_release.ipynb"))
+    for name in DEMO_BUGS.get(assignment_id, []):
+        nb, mutant = buggy_submission(assignment_id, name)
+        nbformat.write(nb, str(folder / f"bug_{name}.ipynb"))
+        expectations[f"bug_{name}"] = mutant.bug
+    return expectations

@@ -1,0 +1,124 @@
+"""Stage 3: run the submission in a kernel of its own, in a working copy of its own.
+
+Test cells are rewritten to go through the recorder (grader/runtime/record.py), so the kernel
+computes and records but never judges. Execution happens in a worker process with an overall
+time budget: a kernel that ignores interrupts is killed with its whole process group and the
+submission is reported "not graded", never silently given 0.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import torch
+
+from .. import notebook as nbtools
+from ..course import CELL_TIMEOUT_S
+from ..provided import checks_source
+
+RECORDER_SOURCE = (Path(__file__).resolve().parent.parent / "runtime" / "record.py").read_text()
+RECORDS_DIR = ".grader_records"
+MAX_RECORD_BYTES = 64 * 2**20
+
+
+@dataclass
+class Execution:
+    notebook: object                # executed notebook, prelude removed (cells align with input)
+    records: dict = field(default_factory=dict)
+    problem: str | None = None      # set when the submission could not be graded
+    note: str | None = None
+    seconds: float = 0.0
+
+
+def instrument(nb):
+    """The notebook the kernel runs: a prelude that creates the recorder, and each test cell
+    replaced by a call that runs its source through the recorder."""
+    run_nb = nbformat.from_dict(json.loads(json.dumps(nb)))
+    prelude = (RECORDER_SOURCE + "\n__course_grader__ = TestRecorder(" + repr(checks_source())
+               + f", records_dir={RECORDS_DIR!r})\ndel TestRecorder\n")
+    for cell in run_nb.cells:
+        if nbtools.is_test_cell(cell):
+            cell.source = (f"__course_grader__.run_test({nbtools.grade_id(cell)!r}, "
+                           f"{cell.source!r}, globals())")
+    run_nb.cells.insert(0, nbformat.v4.new_code_cell(prelude))
+    return run_nb
+
+
+def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None):
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    nbformat.write(instrument(nb), str(workdir / "run.ipynb"))
+    code_cells = sum(cell.cell_type == "code" for cell in nb.cells)
+    total_timeout = total_timeout or cell_timeout * (code_cells + 2)
+    env = dict(os.environ, MPLBACKEND="Agg", TQDM_DISABLE="1", PYTHONHASHSEED="0")
+    command = [sys.executable, "-m", "grader.stages.execute_worker", str(workdir), str(cell_timeout)]
+    started = time.time()
+    worker = subprocess.Popen(command, cwd=str(Path(__file__).resolve().parents[2]), env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    problem = None
+    try:
+        worker.communicate(timeout=total_timeout)
+    except subprocess.TimeoutExpired:
+        problem = (f"the notebook did not finish within {total_timeout:.0f} s and its kernel did not "
+                   f"respond to an interrupt{_stuck_where(workdir, nb)}")
+    finally:
+        _kill_everything(worker, workdir)
+    seconds = time.time() - started
+    status = _read_json(workdir / "status.json")
+    if problem is None and status.get("fatal"):
+        problem = f"the notebook could not be run: {status['fatal']}"
+    executed = workdir / "executed.ipynb"
+    if problem is not None or not executed.exists():
+        return Execution(nb, problem=problem or "the kernel did not produce a result", seconds=seconds)
+    ran = nbformat.read(str(executed), as_version=4)
+    ran.cells = ran.cells[1:]
+    return Execution(ran, _load_records(workdir / RECORDS_DIR), note=status.get("note"), seconds=seconds)
+
+
+def _load_records(folder):
+    records = {}
+    for path in sorted(Path(folder).glob("*.pt")) if Path(folder).exists() else []:
+        if path.stat().st_size > MAX_RECORD_BYTES:
+            continue
+        try:  # plain data only: a forged file cannot run code here
+            record = torch.load(path, weights_only=True, map_location="cpu")
+        except Exception:  # noqa: BLE001 - an unreadable record is a missing record
+            continue
+        if isinstance(record, dict) and isinstance(record.get("observations"), list):
+            records[path.stem] = record
+    return records
+
+
+def _stuck_where(workdir, nb):
+    progress = _read_json(Path(workdir) / "status.json").get("cell")
+    if progress is None or progress < 1 or progress > len(nb.cells):
+        return ""
+    cell = nb.cells[progress - 1]
+    first_line = next((line for line in cell.source.splitlines() if line.strip()), "")
+    return f" (stuck in cell {progress}: {first_line[:60]!r})"
+
+
+def _read_json(path):
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _kill_everything(worker, workdir):
+    """End the worker, the kernel and everything they started (each has its own session)."""
+    pids = [worker.pid] + [int(p) for p in _read_json(Path(workdir) / "status.json").get("kernel_pids", [])]
+    for pid in pids:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        worker.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass

@@ -1,0 +1,43 @@
+"""Stage 6: merge one submission's temporary gradebook into the course gradebook.
+
+The only stage that writes course state; with parallel grading it runs in one process, so the
+gradebook has a single writer. Manual grades already given are kept."""
+import shutil
+import warnings
+from pathlib import Path
+
+from nbgrader.api import Gradebook
+
+
+def merge(assignment_id, student, temp_db_url, course_db_url, autograded_nb_path, autograded_dir):
+    # nbgrader's own update_or_create_submission triggers harmless SQLAlchemy autoflush warnings
+    with warnings.catch_warnings(), Gradebook(temp_db_url) as temp, Gradebook(course_db_url) as course:
+        warnings.simplefilter("ignore")
+        course.update_or_create_student(student)
+        course.update_or_create_submission(assignment_id, student)
+        source = temp.find_submission_notebook(assignment_id, assignment_id, student)
+        for grade in source.grades:
+            target = course.find_grade(grade.name, assignment_id, assignment_id, student)
+            target.auto_score = grade.auto_score
+            target.needs_manual_grade = grade.needs_manual_grade or target.manual_score is not None
+        for comment in source.comments:
+            target = course.find_comment(comment.name, assignment_id, assignment_id, student)
+            target.auto_comment = comment.auto_comment
+        course.db.commit()
+    destination = Path(autograded_dir) / student / assignment_id
+    destination.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(autograded_nb_path, destination / f"{assignment_id}.ipynb")
+
+
+def record_not_graded(assignment_id, student, course_db_url):
+    """A submission that could not be graded still appears in the gradebook, with no auto
+    scores and flagged for manual grading — never as a silent zero."""
+    with warnings.catch_warnings(), Gradebook(course_db_url) as course:
+        warnings.simplefilter("ignore")
+        course.update_or_create_student(student)
+        submission = course.update_or_create_submission(assignment_id, student)
+        for notebook in submission.notebooks:
+            for grade in notebook.grades:
+                grade.auto_score = None
+                grade.needs_manual_grade = True
+        course.db.commit()

@@ -1,0 +1,47 @@
+"""Stage 2: make the submission safe to run, with nbgrader's own preprocessors.
+
+Restores locked and test cells from the source (a student cannot edit a test), re-adds deleted
+test cells, drops duplicated grade ids, resets the kernelspec; then reports what it changed."""
+import logging
+
+from nbgrader.preprocessors import (CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteCells,
+                                    OverwriteKernelspec)
+from traitlets.config import Config
+
+from .. import notebook as nbtools
+
+
+class SanitizeError(ValueError):
+    pass
+
+
+def sanitize(nb, assignment_id, student, db_url, released):
+    """Returns (sanitized notebook, notes about what had to be repaired); `released` is the
+    release notebook, to tell a student's edit from the hidden tests put back."""
+    before = {nbtools.grade_id(c): c.source for c in nb.cells if nbtools.grade_id(c)}
+    release_sources = {nbtools.grade_id(c): c.source for c in released.cells if nbtools.grade_id(c)}
+    config = Config()
+    config.OverwriteCells.add_missing_cells = True
+    resources = {"nbgrader": {"db_url": db_url, "assignment": assignment_id, "notebook": assignment_id,
+                              "student": student}}
+    quiet = logging.getLogger("sanitize")
+    quiet.setLevel(logging.ERROR)
+    try:
+        for stage in (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata):
+            nb, resources = stage(config=config, log=quiet).preprocess(nb, resources)
+    except Exception as error:  # nbgrader's validators raise several types
+        raise SanitizeError(f"the notebook's grading metadata is broken ({error})") from error
+    notes = []
+    after = {nbtools.grade_id(c): c.source for c in nb.cells if nbtools.grade_id(c)}
+    restored = sorted(g for g in after if g in before and g in release_sources
+                      and before[g] != release_sources[g] and _is_test_or_locked(nb, g))
+    missing = sorted(g for g in after if g not in before)
+    if restored:
+        notes.append("edited read-only cells restored: " + ", ".join(restored))
+    if missing:
+        notes.append("deleted cells re-added: " + ", ".join(missing))
+    return nb, notes
+
+
+def _is_test_or_locked(nb, gid):
+    return any(nbtools.grade_id(c) == gid and (nbtools.is_test_cell(c) or nbtools.is_locked(c)) for c in nb.cells)

@@ -1,0 +1,10 @@
+# nbgrader configuration for this course: the same settings `python -m grader` uses
+# (defined once, in grader/course.py), so `nbgrader ...` and formgrader see the same course.
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from grader.course import apply_course_config  # noqa: E402
+
+c = get_config()  # noqa: F821 - provided by traitlets when it loads this file
+apply_course_config(c)
