@@ -34,6 +34,7 @@ def apply_course_config(c, root=REPO, source_dir=SOURCE_DIR, release_dir=RELEASE
     c.CourseDirectory.autograded_directory = str(course_dir / "autograded")
     c.CourseDirectory.feedback_directory = str(course_dir / "feedback")
     c.CourseDirectory.db_url = db_url or gradebook_url(course_dir)
+    c.Exchange.root = str(course_dir / "exchange")   # not /usr/local/share: no root needed
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".grader_records"]
     c.Execute.timeout = CELL_TIMEOUT_S
     c.Execute.interrupt_on_timeout = True

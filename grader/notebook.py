@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import nbformat
+from nbformat.reader import NotJSONError
 
 
 def nbgrader_meta(cell):
@@ -60,6 +61,8 @@ def read(path):
     try:
         with open(path, encoding="utf-8") as handle:
             return nbformat.read(handle, as_version=4)
+    except NotJSONError as error:
+        raise ValueError(f"not a readable notebook (invalid JSON: {str(error)[:80]})") from error
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ValueError(f"not a readable notebook (invalid JSON: {error})") from error
     except Exception as error:  # nbformat raises several types for malformed notebooks
