@@ -86,7 +86,7 @@ def build_corpus(folder):
     add("perfect", perfect_submission(AID), "graded", full)
     add("buggy", buggy, "graded", buggy_score)
     add("buggy_that_cheats", _with_cell_source(buggy_submission(AID, "sin_cos_swapped")[0], "learned_pe_solution",
-                                               lambda s: s + CHEAT), "graded", buggy_score)
+                                               lambda s: s + CHEAT), "graded", None)
     return cases
 
 
@@ -112,8 +112,9 @@ def test_every_submission_gets_its_expected_outcome(graded_batch):
 
 def test_tampering_never_raises_a_score(graded_batch):
     _, outcomes, _ = graded_batch
-    assert outcomes["buggy_that_cheats"].score == outcomes["buggy"].score
-    assert outcomes["buggy_that_cheats"].failed == outcomes["buggy"].failed
+    cheat, honest = outcomes["buggy_that_cheats"], outcomes["buggy"]
+    assert cheat.status == "graded" and cheat.score <= honest.score
+    assert set(honest.failed) <= set(cheat.failed)
 
 
 def test_gradebook_keeps_a_row_for_everyone_and_not_graded_is_not_zero(graded_batch, tmp_path):
