@@ -18,10 +18,10 @@ demo: install          ## release, autograde the sample submissions, feedback HT
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m grader demo
 
 test: install          ## the whole suite, as CI runs it
-	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q
+	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q
 
 test-fast: install     ## everything but the slow batch corpus
-	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q -m "not batch"
+	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q -m "not batch"
 
 check: install         ## the quality gate for every assignment
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m grader check

@@ -57,9 +57,10 @@ class Batch:
         self.template_db = self.scratch / "template.db"
         generate_release(assignment_id, self.scratch / "release", course_dir=self.scratch / "course",
                          db_url=f"sqlite:///{self.template_db}")
-        # the course gradebook must know the assignment too (release may not have run here)
-        generate_release(assignment_id, self.scratch / "release-course", course_dir=self.course_dir,
-                         db_url=self.course_db)
+        # the course gradebook must know the assignment too (`release` may not have run here)
+        if not _gradebook_has(self.course_db, assignment_id):
+            generate_release(assignment_id, self.scratch / "release-course", course_dir=self.course_dir,
+                             db_url=self.course_db)
         self.released = nbtools.read(nbtools.notebook_path(RELEASE_DIR, assignment_id))
         self.trace = solution_trace(assignment_id)
         self.max_score = nbtools.max_auto_points(self.released)
@@ -125,6 +126,18 @@ class Batch:
 
 class _NotGraded(Exception):
     pass
+
+
+def _gradebook_has(db_url, assignment_id):
+    from nbgrader.api import Gradebook, MissingEntry
+    if db_url.startswith("sqlite:///") and not Path(db_url.removeprefix("sqlite:///")).exists():
+        return False
+    with Gradebook(db_url) as gb:
+        try:
+            gb.find_assignment(assignment_id)
+            return True
+        except MissingEntry:
+            return False
 
 
 def _belongs_to(nb, released):

@@ -96,6 +96,8 @@ def main(argv=None):
     p = verbs.add_parser("demo", help="release, grade sample submissions, feedback, CSV, in out/demo/")
     p.add_argument("ids", nargs="*"); p.set_defaults(run=cmd_demo)
     args = parser.parse_args(argv)
+    import logging
+    logging.getLogger("traitlets").setLevel(logging.WARNING)   # nbgrader's INFO lines are noise here
     from .course import ensure_venv_bin_on_path
     ensure_venv_bin_on_path()
     return args.run(args) or 0

@@ -55,7 +55,9 @@ def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None):
     nbformat.write(instrument(nb), str(workdir / "run.ipynb"))
     code_cells = sum(cell.cell_type == "code" for cell in nb.cells)
     total_timeout = total_timeout or cell_timeout * (code_cells + 2)
-    env = dict(os.environ, MPLBACKEND="Agg", TQDM_DISABLE="1", PYTHONHASHSEED="0")
+    # one thread per kernel: graders run side by side, and two OpenMP threads on two busy cores
+    # stall on every small op
+    env = dict(os.environ, MPLBACKEND="Agg", TQDM_DISABLE="1", PYTHONHASHSEED="0", OMP_NUM_THREADS="1")
     command = [sys.executable, "-m", "grader.stages.execute_worker", str(workdir), str(cell_timeout)]
     started = time.time()
     worker = subprocess.Popen(command, cwd=str(Path(__file__).resolve().parents[2]), env=env,
