@@ -11,9 +11,11 @@ from .mutants import load_catalogue
 
 _MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*\n", re.MULTILINE)
 
-# the buggy students of the demo: (student id, assignment, mutant name)
+# the buggy students of the demo, by assignment: mutants whose failing cells are exactly `fails`
 DEMO_BUGS = {
     "a1_self_attention": ["fully_masked_rows_nan", "sin_cos_swapped", "context_ignored", "no_length_check"],
+    "a2_multihead_masking": ["padding_mask_inverted", "block_norm_first_ignored", "lm_no_length_check"],
+    "a3_flops_io": ["lm_head_forgotten", "backward_equals_forward", "layer_norms_forgotten"],
 }
 
 
