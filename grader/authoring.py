@@ -14,7 +14,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-PROVIDED_DIR = Path(__file__).parent / "provided"
+from .provided import provided_source
+
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 
@@ -55,7 +56,7 @@ def provided(filename, grade_id=None):
     """A locked cell whose source is grader/provided/<filename>; `python -m grader sync`
     rewrites it from there and `grader check` proves the copy matches."""
     grade_id = grade_id or "provided_" + Path(filename).stem
-    cell = readonly(grade_id, (PROVIDED_DIR / filename).read_text())
+    cell = readonly(grade_id, provided_source(filename))
     cell.metadata["course"] = {"provided": filename}
     return cell
 
