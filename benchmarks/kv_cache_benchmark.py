@@ -1,0 +1,231 @@
+"""Benchmark: KV-cache generation of the a4_kv_cache reference solution against real peers.
+
+Systems, all greedy, batch 1, a 16-token prompt, on CPU with 2 threads:
+  reference_cached    generate(model, prompt, n, use_cache=True)   (the a4 reference solution)
+  reference_uncached  generate(model, prompt, n, use_cache=False)  (its own recompute-everything mode)
+  nanogpt_loop        nanoGPT's generate loop on the same model: model(idx)[:, -1] over the whole
+                      context every step, argmax, torch.cat
+  hf_gpt2_generate    Hugging Face transformers' GPT2LMHeadModel built from a GPT2Config with the same
+                      dimensions (random weights, nothing downloaded), model.generate(...,
+                      do_sample=False, use_cache=True, min_new_tokens=n)
+
+The reference code is taken from the solution notebook itself (solutions/a4_kv_cache/a4_kv_cache.ipynb):
+its setup, provided and solution cells are executed into a namespace; test and demo cells are skipped.
+Repetitions are interleaved (every system and length once per round) and the median is reported.
+
+    python benchmarks/kv_cache_benchmark.py                 # 3 rounds, about 3-5 minutes on 2 cores
+    python benchmarks/kv_cache_benchmark.py --quick         # 1 round
+    python benchmarks/kv_cache_benchmark.py --out results.json
+
+Needs `transformers` (requirements-bench.txt); without it the Hugging Face row is skipped.
+"""
+import argparse
+import contextlib
+import io
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "solutions" / "a4_kv_cache" / "a4_kv_cache.ipynb"
+
+
+def load_reference(notebook=NOTEBOOK):
+    """Execute the notebook's setup, provided and solution cells (not tests, not demos)."""
+    import nbformat
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    namespace = {"__name__": "a4_reference"}
+    for index, cell in enumerate(nb.cells):
+        meta = cell.metadata.get("nbgrader")
+        if cell.cell_type != "code" or not meta or meta.get("grade"):
+            continue  # markdown, demo/plot cells (no nbgrader metadata), test cells
+        with contextlib.redirect_stdout(io.StringIO()):   # the setup cell prints the device
+            exec(compile(cell.source, f"<{notebook.name} cell {index}>", "exec"), namespace)
+    return namespace
+
+
+def build_models(ref, dims, device):
+    torch.manual_seed(0)
+    max_len = dims["prompt_len"] + max(dims["new_tokens"])
+    model = ref["DecoderOnlyLM"](dims["vocab"], dims["d_model"], dims["n_heads"], dims["n_layers"],
+                                 dims["d_ff"], max_len).to(device).eval()
+    hf = None
+    try:
+        from transformers import GPT2Config, GPT2LMHeadModel
+        from transformers.utils import logging as hf_logging
+        hf_logging.set_verbosity_error()
+        config = GPT2Config(vocab_size=dims["vocab"], n_positions=max_len, n_embd=dims["d_model"],
+                            n_layer=dims["n_layers"], n_head=dims["n_heads"], n_inner=dims["d_ff"],
+                            activation_function="relu", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                            bos_token_id=None, eos_token_id=None, pad_token_id=0)
+        hf = GPT2LMHeadModel(config).to(device).eval()
+    except ImportError:
+        print("transformers is not installed: the Hugging Face row is skipped "
+              "(pip install -r requirements-bench.txt -c constraints.txt)", file=sys.stderr)
+    return model, hf
+
+
+def nanogpt_generate(model, idx, max_new_tokens):
+    """nanoGPT's GPT.generate (greedy): the whole context through the model at every step."""
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = model(idx)[:, -1, :]
+            idx_next = torch.argmax(logits, dim=-1, keepdim=True)
+            idx = torch.cat((idx, idx_next), dim=1)
+    return idx
+
+
+def systems(ref, model, hf):
+    generate = ref["generate"]
+    table = {
+        "reference_cached": lambda prompt, n: generate(model, prompt, n, use_cache=True),
+        "reference_uncached": lambda prompt, n: generate(model, prompt, n, use_cache=False),
+        "nanogpt_loop": lambda prompt, n: nanogpt_generate(model, prompt, n),
+    }
+    if hf is not None:
+        def hf_generate(prompt, n):
+            with torch.no_grad():
+                return hf.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=n,
+                                   min_new_tokens=n, do_sample=False, use_cache=True, pad_token_id=0)
+        table["hf_gpt2_generate"] = hf_generate
+    return table
+
+
+def sync(device):
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def run(args):
+    torch.set_num_threads(args.threads)
+    warnings.filterwarnings("ignore")
+    dims = dict(vocab=args.vocab, d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers,
+                d_ff=args.d_ff, prompt_len=args.prompt_len, new_tokens=args.new_tokens)
+    ref = load_reference()
+    model, hf = build_models(ref, dims, args.device)
+    table = systems(ref, model, hf)
+    if args.systems:
+        table = {name: fn for name, fn in table.items() if name in set(args.systems) | {"reference_cached"}}
+    prompt = torch.randint(0, args.vocab, (1, args.prompt_len), generator=torch.Generator().manual_seed(0)).to(args.device)
+
+    for fn in table.values():   # warm-up: allocator, kernels, HF's first-call setup
+        fn(prompt, 8)
+    sync(args.device)
+
+    times = {name: {n: [] for n in args.new_tokens} for name in table}
+    outputs = {}
+    for round_ in range(args.reps):
+        for n in args.new_tokens:
+            for name, fn in table.items():
+                sync(args.device)
+                start = time.perf_counter()
+                out = fn(prompt, n)
+                sync(args.device)
+                times[name][n].append(time.perf_counter() - start)
+                if round_ == 0:
+                    outputs[(name, n)] = out.cpu()
+                    if out.shape[1] != args.prompt_len + n:
+                        raise RuntimeError(f"{name} produced {out.shape[1] - args.prompt_len} tokens, not {n}")
+            print(f"round {round_ + 1}/{args.reps}, {n} new tokens: "
+                  + ", ".join(f"{name} {times[name][n][-1]:.2f}s" for name in table), file=sys.stderr)
+
+    results = {}
+    for name in table:
+        results[name] = {}
+        for n in args.new_tokens:
+            median = statistics.median(times[name][n])
+            results[name][str(n)] = {"median_s": median, "tokens_per_s": n / median, "times_s": times[name][n]}
+    ratios = {}
+    for n in args.new_tokens:
+        cached = results["reference_cached"][str(n)]["tokens_per_s"]
+        ratios[str(n)] = {f"reference_cached / {other}": cached / results[other][str(n)]["tokens_per_s"]
+                          for other in table if other != "reference_cached"}
+    same = {str(n): all(torch.equal(outputs[("reference_cached", n)], outputs[(other, n)])
+                        for other in ("reference_uncached", "nanogpt_loop") if other in table)
+            for n in args.new_tokens}
+    largest = str(max(args.new_tokens))
+    targets = {}
+    if "reference_uncached" in table:
+        targets["reference_cached >= 5x reference_uncached at %s new tokens" % largest] = \
+            ratios[largest]["reference_cached / reference_uncached"] >= 5.0
+    if "hf_gpt2_generate" in table:
+        targets["reference_cached >= 2x hf_gpt2_generate at %s new tokens" % largest] = \
+            ratios[largest]["reference_cached / hf_gpt2_generate"] >= 2.0
+    report = {
+        "config": dict(dims, device=args.device, threads=args.threads, batch=1, repetitions=args.reps,
+                       decoding="greedy", dtype="float32"),
+        "environment": {"torch": torch.__version__, "python": platform.python_version(),
+                        "transformers": _version("transformers"), "machine": platform.machine(),
+                        "processor": platform.processor() or None, "cpu_count": os.cpu_count()},
+        "results": results, "ratios": ratios, "greedy_tokens_identical_cached_uncached_nanogpt": same,
+        "targets_met": targets,
+    }
+    print_table(report, list(table), args.new_tokens)
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+        print(f"\nwrote {args.out}")
+    return report
+
+
+def _version(package):
+    try:
+        from importlib.metadata import version
+        return version(package)
+    except Exception:  # noqa: BLE001 - not installed
+        return None
+
+
+def print_table(report, names, lengths):
+    c = report["config"]
+    print(f"\nKV-cache generation, greedy, batch 1, prompt {c['prompt_len']} tokens, {c['device']}, "
+          f"{c['threads']} threads, median of {c['repetitions']} interleaved rounds")
+    print(f"model: vocab {c['vocab']}, d_model {c['d_model']}, {c['n_heads']} heads, {c['n_layers']} layers, "
+          f"d_ff {c['d_ff']}, float32\n")
+    header = f"{'system':22s}" + "".join(f"{f'{n} new: tok/s':>16s}{'ratio':>9s}" for n in lengths)
+    print(header)
+    print("-" * len(header))
+    for name in names:
+        row = f"{name:22s}"
+        for n in lengths:
+            tps = report["results"][name][str(n)]["tokens_per_s"]
+            cached = report["results"]["reference_cached"][str(n)]["tokens_per_s"]
+            row += f"{tps:16.1f}{cached / tps:8.2f}x"
+        print(row)
+    print("\nratio = reference_cached tokens/s divided by the row's tokens/s")
+    for target, met in report["targets_met"].items():
+        print(f"target: {target}: {'met' if met else 'NOT met'}")
+    print("greedy tokens identical (cached, uncached, nanoGPT loop):",
+          report["greedy_tokens_identical_cached_uncached_nanogpt"])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="one round instead of --reps")
+    parser.add_argument("--reps", type=int, default=3, help="interleaved rounds (median reported)")
+    parser.add_argument("--new-tokens", type=int, nargs="+", default=[256, 512])
+    parser.add_argument("--prompt-len", type=int, default=16)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--vocab", type=int, default=1024)
+    parser.add_argument("--d-model", type=int, default=256)
+    parser.add_argument("--n-heads", type=int, default=4)
+    parser.add_argument("--n-layers", type=int, default=4)
+    parser.add_argument("--d-ff", type=int, default=1024)
+    parser.add_argument("--systems", nargs="+", help="run only these systems (reference_cached always runs)")
+    parser.add_argument("--out", help="write the results as JSON to this path (default: stdout table only)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.reps = 1
+    run(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,417 @@
+"""Mutation catalogue for a4_kv_cache: realistic wrong implementations, one bug each.
+`python -m grader check a4_kv_cache` proves every one of them loses points."""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from grader.mutants import mutant
+
+
+def _full_forward(self, ids):
+    """The correct uncached forward (shared by the lm_forward mutants, whose bugs are in the cached path)."""
+    length = ids.shape[1]
+    if length > self.max_len:
+        raise ValueError(f"sequence length {length} exceeds max_len={self.max_len}")
+    x = self.tok_emb(ids) + self.pos_emb(torch.arange(length, device=ids.device))
+    mask = causal_mask(length, device=ids.device)
+    for block in self.blocks:
+        x = block(x, mask)
+    return self.lm_head(self.norm_f(x))
+
+
+def _cached_blocks(self, x, cache):
+    for i, block in enumerate(self.blocks):
+        x = x + cached_attention(block.attn, block.norm1(x), cache, i)
+        x = x + block.ff(block.norm2(x))
+    return x
+
+
+def _project(attn, x):
+    return (split_heads(attn.q_proj(x), attn.n_heads), split_heads(attn.k_proj(x), attn.n_heads),
+            split_heads(attn.v_proj(x), attn.n_heads))
+
+
+def _shifted_causal(new, start, device):
+    return torch.ones(new, start + new, dtype=torch.bool, device=device).tril(diagonal=start)
+
+
+# --- KVCache ---------------------------------------------------------------------------------
+
+
+@mutant("KVCache", "not preallocated: grows the past with torch.cat at every append",
+        fails=("test_kv_cache", "test_make_cache_memory", "test_cached_step_flops"))
+class grows_with_cat:
+    def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
+        empty = torch.zeros(batch_size, n_heads, 0, d_head, dtype=dtype, device=device)
+        self.keys = [empty.clone() for _ in range(n_layers)]
+        self.values = [empty.clone() for _ in range(n_layers)]
+        self.max_len = max_len
+        self.length = 0
+
+    def append(self, layer, k, v):
+        if self.length + k.shape[2] > self.max_len:
+            raise ValueError(f"KV cache overflow: {self.length} + {k.shape[2]} > max_len={self.max_len}")
+        self.keys[layer] = torch.cat([self.keys[layer][:, :, :self.length], k], dim=2)
+        self.values[layer] = torch.cat([self.values[layer][:, :, :self.length], v], dim=2)
+        return self.keys[layer], self.values[layer]
+
+    def advance(self, n):
+        if self.length + n > self.max_len:
+            raise ValueError(f"KV cache overflow: {self.length} + {n} > max_len={self.max_len}")
+        self.length += n
+
+
+@mutant("KVCache", "always writes the new keys at position 0 (forgets the offset length)",
+        fails=("test_kv_cache", "test_cached_logits_match"))
+class writes_at_start:
+    def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
+        shape = (batch_size, n_heads, max_len, d_head)
+        self.keys = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+        self.values = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+        self.max_len = max_len
+        self.length = 0
+
+    def append(self, layer, k, v):
+        end = self.length + k.shape[2]
+        if end > self.max_len:
+            raise ValueError(f"KV cache overflow: {end} > max_len={self.max_len}")
+        self.keys[layer][:, :, :k.shape[2]] = k
+        self.values[layer][:, :, :k.shape[2]] = v
+        return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
+
+    def advance(self, n):
+        if self.length + n > self.max_len:
+            raise ValueError(f"KV cache overflow: {self.length + n} > max_len={self.max_len}")
+        self.length += n
+
+
+@mutant("KVCache", "no overflow check: writing past max_len fails with a RuntimeError (shape mismatch), not ValueError",
+        fails=("test_kv_cache",))
+class no_overflow_check:
+    def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
+        shape = (batch_size, n_heads, max_len, d_head)
+        self.keys = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+        self.values = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+        self.max_len = max_len
+        self.length = 0
+
+    def append(self, layer, k, v):
+        end = self.length + k.shape[2]
+        self.keys[layer][:, :, self.length:end] = k
+        self.values[layer][:, :, self.length:end] = v
+        return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
+
+    def advance(self, n):
+        self.length += n
+
+
+@mutant("KVCache", "off-by-one overflow check: refuses to fill the cache exactly (>= instead of >)",
+        fails=("test_kv_cache", "test_cache_overflow"))
+class refuses_exactly_full:
+    def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
+        shape = (batch_size, n_heads, max_len, d_head)
+        self.keys = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+        self.values = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+        self.max_len = max_len
+        self.length = 0
+
+    def append(self, layer, k, v):
+        end = self.length + k.shape[2]
+        if end >= self.max_len:
+            raise ValueError(f"KV cache overflow: {end} >= max_len={self.max_len}")
+        self.keys[layer][:, :, self.length:end] = k
+        self.values[layer][:, :, self.length:end] = v
+        return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
+
+    def advance(self, n):
+        if self.length + n >= self.max_len:
+            raise ValueError(f"KV cache overflow: {self.length + n} >= max_len={self.max_len}")
+        self.length += n
+
+
+# --- cached_attention ------------------------------------------------------------------------
+
+
+@mutant("cached_attention", "new keys not stored: attends to the cache plus the new keys, but never writes them",
+        fails=("test_cached_attention", "test_cached_logits_match"))
+def new_keys_not_stored(attn, x, cache, layer):
+    q, k, v = _project(attn, x)
+    start, new = cache.length, x.shape[1]
+    keys = torch.cat([cache.keys[layer][:, :, :start], k], dim=2)
+    values = torch.cat([cache.values[layer][:, :, :start], v], dim=2)
+    mask = _shifted_causal(new, start, x.device) if new > 1 else None
+    out, _ = scaled_dot_product_attention(q, keys, values, mask)
+    return attn.o_proj(merge_heads(out))
+
+
+@mutant("cached_attention", "prefill without a causal mask (assumes the cache makes it causal)",
+        fails=("test_cached_attention", "test_cached_logits_match"))
+def prefill_without_mask(attn, x, cache, layer):
+    q, k, v = _project(attn, x)
+    keys, values = cache.append(layer, k, v)
+    out, _ = scaled_dot_product_attention(q, keys, values)
+    return attn.o_proj(merge_heads(out))
+
+
+@mutant("cached_attention", "causal mask not shifted by the cached length (tril() on an (L, length+L) mask)",
+        fails=("test_cached_attention", "test_cached_logits_match"))
+def mask_not_shifted(attn, x, cache, layer):
+    q, k, v = _project(attn, x)
+    start, new = cache.length, x.shape[1]
+    keys, values = cache.append(layer, k, v)
+    mask = torch.ones(new, start + new, dtype=torch.bool, device=x.device).tril()
+    out, _ = scaled_dot_product_attention(q, keys, values, mask)
+    return attn.o_proj(merge_heads(out))
+
+
+@mutant("cached_attention", "attends to the whole preallocated buffer, unwritten zero slots included",
+        fails=("test_cached_attention", "test_cached_logits_match"))
+def attends_whole_buffer(attn, x, cache, layer):
+    q, k, v = _project(attn, x)
+    start, new = cache.length, x.shape[1]
+    cache.append(layer, k, v)
+    keys, values = cache.keys[layer], cache.values[layer]
+    mask = torch.ones(new, keys.shape[2], dtype=torch.bool, device=x.device).tril(diagonal=start)
+    mask[:, :start + new] = _shifted_causal(new, start, x.device)
+    mask[:, start + new:] = True
+    out, _ = scaled_dot_product_attention(q, keys, values, mask)
+    return attn.o_proj(merge_heads(out))
+
+
+@mutant("cached_attention", "attends to the past before appending: the new token does not see itself",
+        fails=("test_cached_attention", "test_cached_logits_match"))
+def appends_after_attention(attn, x, cache, layer):
+    q, k, v = _project(attn, x)
+    start, new = cache.length, x.shape[1]
+    if start == 0:
+        keys, values = cache.append(layer, k, v)
+        mask = _shifted_causal(new, start, x.device)
+    else:
+        keys, values = cache.keys[layer][:, :, :start], cache.values[layer][:, :, :start]
+        mask = None
+        cache.append(layer, k, v)
+    out, _ = scaled_dot_product_attention(q, keys, values, mask)
+    return attn.o_proj(merge_heads(out))
+
+
+@mutant("cached_attention", "calls torch's built-in attention (forbidden)", fails=("test_cached_attention",))
+def uses_builtin_sdpa(attn, x, cache, layer):
+    q, k, v = _project(attn, x)
+    start, new = cache.length, x.shape[1]
+    keys, values = cache.append(layer, k, v)
+    out = F.scaled_dot_product_attention(q, keys, values, attn_mask=_shifted_causal(new, start, x.device))
+    return attn.o_proj(merge_heads(out))
+
+
+# --- lm_make_cache / lm_forward --------------------------------------------------------------
+
+
+@mutant("lm_make_cache", "ignores max_len: always allocates the model's max_len",
+        fails=("test_make_cache_memory",))
+def ignores_max_len(self, batch_size, max_len=None):
+    d_model, n_heads = self.tok_emb.embedding_dim, self.blocks[0].attn.n_heads
+    weight = self.lm_head.weight
+    return KVCache(len(self.blocks), batch_size, n_heads, d_model // n_heads, self.max_len,
+                   dtype=weight.dtype, device=weight.device)
+
+
+@mutant("lm_make_cache", "cache always float32, whatever the model's dtype", fails=("test_make_cache_memory",))
+def always_float32(self, batch_size, max_len=None):
+    max_len = self.max_len if max_len is None else max_len
+    if max_len > self.max_len:
+        raise ValueError(f"max_len={max_len} exceeds the model's {self.max_len}")
+    d_model, n_heads = self.tok_emb.embedding_dim, self.blocks[0].attn.n_heads
+    return KVCache(len(self.blocks), batch_size, n_heads, d_model // n_heads, max_len,
+                   device=self.lm_head.weight.device)
+
+
+@mutant("lm_make_cache", "stores d_model per head (forgets to divide by n_heads): n_heads times the memory",
+        fails=("test_make_cache_memory",))
+def d_model_per_head(self, batch_size, max_len=None):
+    max_len = self.max_len if max_len is None else max_len
+    if max_len > self.max_len:
+        raise ValueError(f"max_len={max_len} exceeds the model's {self.max_len}")
+    d_model, n_heads = self.tok_emb.embedding_dim, self.blocks[0].attn.n_heads
+    weight = self.lm_head.weight
+    return KVCache(len(self.blocks), batch_size, n_heads, d_model, max_len, dtype=weight.dtype, device=weight.device)
+
+
+@mutant("lm_forward", "positions restart at 0 for every call with a cache",
+        fails=("test_cached_logits_match", "test_positions_continue"))
+def positions_restart(self, ids, cache=None):
+    if cache is None:
+        return _full_forward(self, ids)
+    new = ids.shape[1]
+    if cache.length + new > min(self.max_len, cache.max_len):
+        raise ValueError("too many tokens for the cache")
+    x = self.tok_emb(ids) + self.pos_emb(torch.arange(new, device=ids.device))
+    x = _cached_blocks(self, x, cache)
+    cache.advance(new)
+    return self.lm_head(self.norm_f(x))
+
+
+@mutant("lm_forward", "cache never advanced: every step overwrites the same slots (new keys lost)",
+        fails=("test_cached_logits_match",))
+def never_advances(self, ids, cache=None):
+    if cache is None:
+        return _full_forward(self, ids)
+    new, start = ids.shape[1], cache.length
+    if start + new > min(self.max_len, cache.max_len):
+        raise ValueError("too many tokens for the cache")
+    x = self.tok_emb(ids) + self.pos_emb(torch.arange(start, start + new, device=ids.device))
+    return self.lm_head(self.norm_f(_cached_blocks(self, x, cache)))
+
+
+@mutant("lm_forward", "advances the cache once per layer instead of once per call",
+        fails=("test_cached_logits_match",))
+def advances_per_layer(self, ids, cache=None):
+    if cache is None:
+        return _full_forward(self, ids)
+    new, start = ids.shape[1], cache.length
+    x = self.tok_emb(ids) + self.pos_emb(torch.arange(start, start + new, device=ids.device))
+    for i, block in enumerate(self.blocks):
+        x = x + cached_attention(block.attn, block.norm1(x), cache, i)
+        x = x + block.ff(block.norm2(x))
+        cache.advance(new)
+    return self.lm_head(self.norm_f(x))
+
+
+@mutant("lm_forward", "uncached path without the causal mask", fails=("test_forward_without_cache",))
+def uncached_not_causal(self, ids, cache=None):
+    new = ids.shape[1]
+    start = 0 if cache is None else cache.length
+    if start + new > (self.max_len if cache is None else min(self.max_len, cache.max_len)):
+        raise ValueError("too many tokens")
+    x = self.tok_emb(ids) + self.pos_emb(torch.arange(start, start + new, device=ids.device))
+    if cache is None:
+        for block in self.blocks:
+            x = block(x)
+    else:
+        x = _cached_blocks(self, x, cache)
+        cache.advance(new)
+    return self.lm_head(self.norm_f(x))
+
+
+# --- sampling --------------------------------------------------------------------------------
+
+
+@mutant("next_token_probs", "top-k keeps k-1 candidates (masks logits <= the k-th largest)",
+        fails=("test_next_token_probs", "test_sample_next_token"))
+def top_k_minus_one(logits, temperature=1.0, top_k=None):
+    scaled = logits / temperature
+    if top_k is not None:
+        kth = torch.topk(scaled, top_k, dim=-1).values[..., -1:]
+        scaled = scaled.masked_fill(scaled <= kth, float("-inf"))
+    return torch.softmax(scaled, dim=-1).nan_to_num(0.0)
+
+
+@mutant("next_token_probs", "multiplies the logits by the temperature instead of dividing",
+        fails=("test_next_token_probs", "test_sample_next_token"))
+def temperature_multiplies(logits, temperature=1.0, top_k=None):
+    scaled = logits * temperature
+    if top_k is not None:
+        kth = torch.topk(scaled, top_k, dim=-1).values[..., -1:]
+        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+    return torch.softmax(scaled, dim=-1)
+
+
+@mutant("next_token_probs", "divides the probabilities by the temperature after the softmax (no effect once renormalised)",
+        fails=("test_next_token_probs",))
+def temperature_after_softmax(logits, temperature=1.0, top_k=None):
+    scaled = logits
+    if top_k is not None:
+        kth = torch.topk(scaled, top_k, dim=-1).values[..., -1:]
+        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+    probs = torch.softmax(scaled, dim=-1) / temperature
+    return probs / probs.sum(-1, keepdim=True)
+
+
+@mutant("next_token_probs", "top-k by zeroing probabilities without renormalising",
+        fails=("test_next_token_probs",))
+def top_k_not_renormalised(logits, temperature=1.0, top_k=None):
+    probs = torch.softmax(logits / temperature, dim=-1)
+    if top_k is not None:
+        kth = torch.topk(probs, top_k, dim=-1).values[..., -1:]
+        probs = probs.masked_fill(probs < kth, 0.0)
+    return probs
+
+
+@mutant("sample_next_token", "ignores the generator: draws from the global RNG",
+        fails=("test_sample_next_token", "test_generate_sampling"))
+def ignores_generator(logits, temperature=0.0, top_k=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    return torch.multinomial(next_token_probs(logits, temperature, top_k), 1).squeeze(-1)
+
+
+@mutant("sample_next_token", "greedy applies top-k sampling instead of the argmax", fails=("test_sample_next_token",))
+def greedy_samples_with_top_k(logits, temperature=0.0, top_k=None, generator=None):
+    if temperature == 0 and top_k is None:
+        return logits.argmax(dim=-1)
+    probs = next_token_probs(logits, temperature or 1.0, top_k)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+# --- generate --------------------------------------------------------------------------------
+
+
+def _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, generator,
+              position=-1, steps_offset=0, whole_context_with_cache=False, keep_prompt=True):
+    batch, prompt_len = prompt_ids.shape
+    ids = prompt_ids
+    with torch.no_grad():
+        cache = model.make_cache(batch, max_len=prompt_len + max_new_tokens) if use_cache else None
+        logits = model(ids, cache=cache)[:, position] if use_cache else model(ids)[:, position]
+        for step in range(max_new_tokens + steps_offset):
+            token = sample_next_token(logits, temperature, top_k, generator)
+            ids = torch.cat([ids, token[:, None]], dim=1)
+            if use_cache and not whole_context_with_cache:
+                logits = model(token[:, None], cache=cache)[:, position] if step < max_new_tokens - 1 else logits
+            else:
+                logits = model(ids)[:, position] if step < max_new_tokens - 1 else logits
+    return ids if keep_prompt else ids[:, prompt_len:]
+
+
+@mutant("generate", "takes the logits of the first position instead of the last",
+        fails=("test_generate_greedy", "test_generate_sampling"))
+def first_position_logits(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
+                          generator=None):
+    return _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, generator, position=0)
+
+
+@mutant("generate", "off by one: generates max_new_tokens - 1 tokens", fails=("test_generate_greedy",))
+def one_token_short(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
+                    generator=None):
+    return _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, generator, steps_offset=-1)
+
+
+@mutant("generate", "returns only the new tokens, without the prompt", fails=("test_generate_greedy",))
+def drops_prompt(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None, generator=None):
+    return _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, generator, keep_prompt=False)
+
+
+@mutant("generate", "feeds the whole sequence every step even with use_cache=True (the cache is filled but unused)",
+        fails=("test_generate_uses_cache",))
+def whole_sequence_every_step(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
+                              generator=None):
+    return _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, generator,
+                     whole_context_with_cache=True)
+
+
+@mutant("generate", "uncached mode only feeds the last token (no context at all)",
+        fails=("test_generate_sampling", "test_generate_uses_cache"))
+def uncached_without_context(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
+                             generator=None):
+    batch, prompt_len = prompt_ids.shape
+    ids = prompt_ids
+    with torch.no_grad():
+        cache = model.make_cache(batch, max_len=prompt_len + max_new_tokens) if use_cache else None
+        logits = model(ids, cache=cache)[:, -1]
+        for step in range(max_new_tokens):
+            token = sample_next_token(logits, temperature, top_k, generator)
+            ids = torch.cat([ids, token[:, None]], dim=1)
+            if step < max_new_tokens - 1:
+                logits = model(token[:, None], cache=cache)[:, -1]
+    return ids
