@@ -16,6 +16,7 @@ DEMO_BUGS = {
     "a1_self_attention": ["fully_masked_rows_nan", "sin_cos_swapped", "context_ignored", "no_length_check"],
     "a2_multihead_masking": ["padding_mask_inverted", "block_norm_first_ignored", "lm_no_length_check"],
     "a3_flops_io": ["lm_head_forgotten", "backward_equals_forward", "layer_norms_forgotten"],
+    "a4_kv_cache": ["no_overflow_check", "first_position_logits", "whole_sequence_every_step"],
 }
 
 
