@@ -4,11 +4,14 @@ Each submission gets its own working copy (only its notebook), its own kernel an
 temporary gradebook (a copy of a template made from solutions/); only the merge stage touches
 the course gradebook. A broken submission becomes an outcome in the table, never a crash.
 """
+import json
+import os
 import shutil
 import tempfile
 import time
 import warnings
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -17,6 +20,7 @@ from . import notebook as nbtools
 from .course import COURSE_DIR, RELEASE_DIR, gradebook_url
 from .judge import judge_notebook
 from .release import generate_release
+from .sandbox import check_available
 from .stages.collect import collect
 from .stages.execute import execute
 from .stages.merge import merge, record_not_graded
@@ -48,7 +52,11 @@ class Batch:
     """What every submission of one assignment shares: the template gradebook, the release,
     the trusted trace."""
 
-    def __init__(self, assignment_id, course_dir=COURSE_DIR, cell_timeout=None, total_timeout=None):
+    def __init__(self, assignment_id, course_dir=COURSE_DIR, cell_timeout=None, total_timeout=None,
+                 sandboxed=True):
+        if sandboxed:
+            check_available()   # refuse loudly rather than run student code with our rights
+        self.sandboxed = sandboxed
         self.assignment_id = assignment_id
         self.course_dir = Path(course_dir)
         self.course_db = gradebook_url(self.course_dir)
@@ -69,17 +77,30 @@ class Batch:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     def grade(self, submission):
+        """Everything but the merge, so that it can run in parallel: returns the outcome and
+        what the merge needs (the submission's own gradebook and autograded notebook)."""
         started = time.time()
         outcome = Outcome(submission.student, "graded", max_score=self.max_score)
         if submission.note:
             outcome.notes.append(submission.note)
+        pending = None
         try:
-            self._grade(submission, outcome)
+            pending = self._grade(submission, outcome)
         except _NotGraded as reason:
             outcome.status, outcome.reason = "not graded", str(reason)
-            record_not_graded(self.assignment_id, submission.student, self.course_db)
+        except Exception as error:  # noqa: BLE001 - one submission must never stop the batch
+            outcome.status, outcome.reason = "not graded", f"grader error: {type(error).__name__}: {error}"
         outcome.seconds = time.time() - started
-        return outcome
+        return outcome, pending
+
+    def merge(self, outcome, pending):
+        """The single writer: called for one submission at a time, in the main process."""
+        if pending is None:
+            record_not_graded(self.assignment_id, outcome.student, self.course_db)
+        else:
+            submission_db, autograded_notebook = pending
+            merge(self.assignment_id, outcome.student, submission_db, self.course_db, autograded_notebook,
+                  self.course_dir / "autograded")
 
     def _grade(self, submission, outcome):
         aid, student = self.assignment_id, submission.student
@@ -106,7 +127,7 @@ class Batch:
             raise _NotGraded(str(error)) from error
         outcome.notes += notes
         kwargs = {k: v for k, v in (("cell_timeout", self.cell_timeout), ("total_timeout", self.total_timeout)) if v}
-        run = execute(sanitized, work / "kernel", **kwargs)
+        run = execute(sanitized, work / "run", sandboxed=self.sandboxed, **kwargs)
         if run.problem:
             raise _NotGraded(run.problem)
         if run.note:
@@ -118,10 +139,10 @@ class Batch:
         import nbformat
         autograded_path = work / f"{aid}.ipynb"
         nbformat.write(graded, str(autograded_path))
-        merge(aid, student, db_url, self.course_db, autograded_path, self.course_dir / "autograded")
         points = {nbtools.grade_id(c): nbtools.points(c) for c in nbtools.test_cells(sanitized)}
         outcome.failed = [v.grade_id for v in verdicts if not v.passed]
         outcome.score = sum(points.get(v.grade_id, 0) for v in verdicts if v.passed)
+        return db_url, autograded_path
 
 
 class _NotGraded(Exception):
@@ -146,16 +167,37 @@ def _belongs_to(nb, released):
     return bool(wanted & present)
 
 
-def autograde(assignment_id, source, course_dir=COURSE_DIR, progress=True, **timeouts):
+def autograde(assignment_id, source, course_dir=COURSE_DIR, progress=True, workers=None, sandboxed=True,
+              **timeouts):
+    """Grade every submission found in `source`; `workers` submissions at a time (default: the
+    core count). Each worker thread drives one kernel in its own sandbox; merges happen here,
+    one at a time, as results arrive."""
     submissions = collect(assignment_id, source)
-    batch = Batch(assignment_id, course_dir=course_dir, **timeouts)
+    batch = Batch(assignment_id, course_dir=course_dir, sandboxed=sandboxed, **timeouts)
+    workers = max(1, workers or os.cpu_count() or 1)
     outcomes = []
     try:
-        for submission in tqdm(submissions, desc=f"grading {assignment_id}", unit="student", disable=not progress):
-            outcomes.append(batch.grade(submission))
+        with ThreadPoolExecutor(max_workers=workers) as pool, tqdm(
+                total=len(submissions), desc=f"grading {assignment_id}", unit="student", disable=not progress) as bar:
+            futures = [pool.submit(batch.grade, submission) for submission in submissions]
+            for future in as_completed(futures):
+                outcome, pending = future.result()
+                batch.merge(outcome, pending)
+                outcomes.append(outcome)
+                bar.update(1)
     finally:
         batch.close()
-    return outcomes
+    save_outcomes(assignment_id, outcomes, course_dir)
+    return sorted(outcomes, key=lambda o: o.student)
+
+
+def save_outcomes(assignment_id, outcomes, course_dir=COURSE_DIR):
+    """Keep each student's latest outcome (the gradebook has scores, not reasons) for the report."""
+    path = Path(course_dir) / "outcomes" / f"{assignment_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    known = json.loads(path.read_text()) if path.exists() else {}
+    known.update({o.student: {**asdict(o), "label": o.label} for o in outcomes})
+    path.write_text(json.dumps(known, indent=1, sort_keys=True))
 
 
 def format_table(assignment_id, outcomes):

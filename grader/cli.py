@@ -41,11 +41,19 @@ def cmd_check(args):
 
 def cmd_autograde(args):
     from .autograde import autograde, format_table
+    from .sandbox import SandboxUnavailable
     [aid] = _ids([args.id])
     started = time.time()
     try:
-        outcomes = autograde(aid, args.submissions, course_dir=Path(args.course_dir),
-                             cell_timeout=args.cell_timeout, total_timeout=args.total_timeout)
+        if args.unsandboxed:
+            print("WARNING: grading WITHOUT the sandbox: student code runs with your rights and can read "
+                  "the hidden tests and the gradebook. Use only for trusted notebooks.", file=sys.stderr)
+        outcomes = autograde(aid, args.submissions, course_dir=Path(args.course_dir), workers=args.workers,
+                             sandboxed=not args.unsandboxed, cell_timeout=args.cell_timeout,
+                             total_timeout=args.total_timeout)
+    except SandboxUnavailable as error:
+        raise SystemExit(f"autograde: the sandbox is unavailable: {error}.\nRefusing to run student code "
+                         "unsandboxed; pass --unsandboxed to do it anyway (trusted notebooks only).")
     except (FileNotFoundError, ValueError) as error:
         raise SystemExit(f"autograde: {error}")
     print(format_table(aid, outcomes))
@@ -87,6 +95,8 @@ def main(argv=None):
     p.add_argument("--course-dir", default=str(COURSE_DIR))
     p.add_argument("--cell-timeout", type=int, default=None, help="seconds per cell (default 60)")
     p.add_argument("--total-timeout", type=int, default=None, help="seconds per notebook")
+    p.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: core count)")
+    p.add_argument("--unsandboxed", action="store_true", help="run kernels without bubblewrap (trusted only)")
     p.set_defaults(run=cmd_autograde)
     p = verbs.add_parser("feedback", help="HTML feedback per student, hidden tests removed")
     p.add_argument("id"); p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_feedback)

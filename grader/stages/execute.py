@@ -11,15 +11,16 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
 import torch
 
 from .. import notebook as nbtools
-from ..course import CELL_TIMEOUT_S
+from ..course import CELL_TIMEOUT_S, KERNEL_NAME
 from ..provided import checks_source
+from ..sandbox import Limits, write_kernelspec
 
 RECORDER_SOURCE = (Path(__file__).resolve().parent.parent / "runtime" / "record.py").read_text()
 RECORDS_DIR = ".grader_records"
@@ -49,16 +50,27 @@ def instrument(nb):
     return run_nb
 
 
-def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None):
+def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, limits=None, sandboxed=True):
+    """Run `nb` in a fresh kernel. The kernel sees only workdir/kernel (its working copy);
+    workdir/control, the grader's side (instrumented notebook, status, kernelspec), stays out
+    of its reach when sandboxed."""
+    limits = limits or Limits()
     workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    nbformat.write(instrument(nb), str(workdir / "run.ipynb"))
+    kernel_dir, control = workdir / "kernel", workdir / "control"
+    for folder in (kernel_dir, control / "runtime"):
+        folder.mkdir(parents=True, exist_ok=True)
+    kernel_name = KERNEL_NAME
+    if sandboxed:
+        kernel_name = write_kernelspec(control, kernel_dir, control / "runtime", limits)
+    nbformat.write(instrument(nb), str(control / "run.ipynb"))
     code_cells = sum(cell.cell_type == "code" for cell in nb.cells)
     total_timeout = total_timeout or cell_timeout * (code_cells + 2)
     # one thread per kernel: graders run side by side, and two OpenMP threads on two busy cores
     # stall on every small op
-    env = dict(os.environ, MPLBACKEND="Agg", TQDM_DISABLE="1", PYTHONHASHSEED="0", OMP_NUM_THREADS="1")
-    command = [sys.executable, "-m", "grader.stages.execute_worker", str(workdir), str(cell_timeout)]
+    env = dict(os.environ, MPLBACKEND="Agg", TQDM_DISABLE="1", PYTHONHASHSEED="0", OMP_NUM_THREADS="1",
+               JUPYTER_PATH=str(control), JUPYTER_RUNTIME_DIR=str(control / "runtime"))
+    command = [sys.executable, "-m", "grader.stages.execute_worker", str(control), str(kernel_dir),
+               kernel_name, str(cell_timeout), json.dumps(asdict(limits))]
     started = time.time()
     worker = subprocess.Popen(command, cwd=str(Path(__file__).resolve().parents[2]), env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
@@ -67,19 +79,19 @@ def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None):
         worker.communicate(timeout=total_timeout)
     except subprocess.TimeoutExpired:
         problem = (f"the notebook did not finish within {total_timeout:.0f} s and its kernel did not "
-                   f"respond to an interrupt{_stuck_where(workdir, nb)}")
+                   f"respond to an interrupt{_stuck_where(control, nb)}")
     finally:
-        _kill_everything(worker, workdir)
+        _kill_everything(worker, control)
     seconds = time.time() - started
-    status = _read_json(workdir / "status.json")
+    status = _read_json(control / "status.json")
     if problem is None and status.get("fatal"):
         problem = f"the notebook could not be run: {status['fatal']}"
-    executed = workdir / "executed.ipynb"
+    executed = control / "executed.ipynb"
     if problem is not None or not executed.exists():
         return Execution(nb, problem=problem or "the kernel did not produce a result", seconds=seconds)
     ran = nbformat.read(str(executed), as_version=4)
     ran.cells = ran.cells[1:]
-    return Execution(ran, _load_records(workdir / RECORDS_DIR), note=status.get("note"), seconds=seconds)
+    return Execution(ran, _load_records(kernel_dir / RECORDS_DIR), note=status.get("note"), seconds=seconds)
 
 
 def _load_records(folder):

@@ -1,28 +1,87 @@
 """Runs one instrumented notebook with nbclient; started by execute.py in a process session of
-its own so that everything it starts can be ended together. Writes executed.ipynb and
-status.json (kernel pid, the cell being run, a fatal problem) into the working copy."""
+its own so that everything it starts can be ended together. Reads and writes only the
+grader's control folder (run.ipynb in; executed.ipynb and status.json out); the kernel runs in
+the kernel folder. A watchdog ends the kernel if it starts too many processes; outputs are cut
+to the byte limits before they are saved."""
 import json
+import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import nbformat
+from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from ..course import KERNEL_NAME
+from ..sandbox import Limits
 
 
-def main(workdir, cell_timeout):
-    workdir = Path(workdir)
+def descendants(root_pid):
+    """Pids of every process below root_pid (from /proc; no extra dependency)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    found, stack = [], [root_pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def limit_outputs(nb, limits):
+    total = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        kept, cell_bytes = [], 0
+        for output in cell.get("outputs", []):
+            size = len(json.dumps(output))
+            if cell_bytes + size > limits.output_bytes_per_cell or total + size > limits.output_bytes_total:
+                kept.append(nbformat.v4.new_output("stream", name="stdout",
+                                                   text="... output cut: over the grader's byte limit ...\n"))
+                break
+            kept.append(output)
+            cell_bytes += size
+            total += size
+        cell.outputs = kept
+
+
+def main(control, kernel_dir, kernel_name, cell_timeout, limits_json):
+    control, limits = Path(control), Limits(**json.loads(limits_json))
     status = {"kernel_pids": []}
 
     def save_status():
-        (workdir / "status.json").write_text(json.dumps(status))
+        (control / "status.json").write_text(json.dumps(status))
 
-    nb = nbformat.read(str(workdir / "run.ipynb"), as_version=4)
-    client = NotebookClient(nb, timeout=cell_timeout, kernel_name=KERNEL_NAME, allow_errors=True,
+    nb = nbformat.read(str(control / "run.ipynb"), as_version=4)
+    # the connection file must be where the sandbox can read it (jupyter_client may use /tmp)
+    manager = AsyncKernelManager(kernel_name=kernel_name,
+                                 connection_file=str(control / "runtime" / "kernel.json"))
+    client = NotebookClient(nb, km=manager, timeout=cell_timeout, kernel_name=kernel_name, allow_errors=True,
                             interrupt_on_timeout=True, record_timing=False,
-                            resources={"metadata": {"path": str(workdir)}})
+                            resources={"metadata": {"path": str(kernel_dir)}})
+    stop = threading.Event()
+
+    def watchdog():
+        while not stop.wait(0.5):
+            for pid in status["kernel_pids"]:
+                if len(descendants(pid)) > limits.max_processes:
+                    status["fatal"] = f"the notebook started more than {limits.max_processes} processes"
+                    save_status()
+                    for target in [pid] + descendants(pid):
+                        try:
+                            os.kill(target, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
 
     def on_cell_start(cell, cell_index, **_):
         status["cell"] = cell_index   # index in the instrumented notebook (prelude is 0)
@@ -33,15 +92,19 @@ def main(workdir, cell_timeout):
         save_status()
 
     client.on_cell_start = on_cell_start
+    threading.Thread(target=watchdog, daemon=True).start()
     try:
         client.execute()
     except DeadKernelError as error:
-        status["note"] = f"the kernel died during cell {status.get('cell', '?')} ({error}); later tests did not run"
+        status.setdefault("note", f"the kernel died during cell {status.get('cell', '?')} ({error}); "
+                                  "later tests did not run")
     except Exception as error:  # noqa: BLE001 - reported to the grader as the reason
-        status["fatal"] = f"{type(error).__name__}: {str(error)[:300]}"
+        status.setdefault("fatal", f"{type(error).__name__}: {str(error)[:300]}")
+    stop.set()
     save_status()
-    nbformat.write(nb, str(workdir / "executed.ipynb"))
+    limit_outputs(nb, limits)
+    nbformat.write(nb, str(control / "executed.ipynb"))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
