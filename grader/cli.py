@@ -74,6 +74,15 @@ def cmd_export(args):
     print(f"{count} rows written to {path}")
 
 
+def cmd_report(args):
+    from .report import build_report
+    [aid] = _ids([args.id])
+    try:
+        print(f"report written to {build_report(aid, course_dir=Path(args.course_dir))}")
+    except FileNotFoundError as error:
+        raise SystemExit(f"report: {error}")
+
+
 def cmd_demo(args):
     from .demo import run_demo
     return 0 if run_demo(_ids(args.ids)) else 1
@@ -103,6 +112,8 @@ def main(argv=None):
     p = verbs.add_parser("export", help="grades as CSV: student, assignment, total, max, points per cell")
     p.add_argument("ids", nargs="*"); p.add_argument("--output", default=str(COURSE_DIR / "grades.csv"))
     p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_export)
+    p = verbs.add_parser("report", help="class report: score histogram, failure rate per test, not graded")
+    p.add_argument("id"); p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_report)
     p = verbs.add_parser("demo", help="release, grade sample submissions, feedback, CSV, in out/demo/")
     p.add_argument("ids", nargs="*"); p.set_defaults(run=cmd_demo)
     args = parser.parse_args(argv)

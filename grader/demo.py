@@ -9,6 +9,7 @@ from .course import REPO, assignment_ids
 from .feedback import export_csv, generate_feedback
 from .mutants import load_catalogue
 from .release import release
+from .report import build_report
 from .samples import write_demo_submissions
 
 DEMO_DIR = REPO / "out" / "demo"
@@ -28,7 +29,9 @@ def run_demo(ids=None, demo_dir=DEMO_DIR, progress=True):
         print(format_table(aid, outcomes))
         problems += _unexpected(aid, outcomes)
         pages = generate_feedback(aid, course_dir=course_dir)
-        print(f"  feedback: {len(pages)} HTML pages in {course_dir.relative_to(REPO) / 'feedback'}\n")
+        report = build_report(aid, course_dir=course_dir)
+        print(f"  feedback: {len(pages)} HTML pages in {course_dir.relative_to(REPO) / 'feedback'}; "
+              f"class report: {report.relative_to(REPO)}\n")
     csv_path, count = export_csv(demo_dir / "grades.csv", course_dir=course_dir)
     print(f"grades: {count} rows in {csv_path.relative_to(REPO)}")
     for problem in problems:

@@ -1,0 +1,61 @@
+"""`report ID`: one HTML page for the instructor — the score histogram, how often each test
+fails (which mistakes the class makes), and the submissions that could not be graded."""
+import base64
+import html
+import io
+import json
+from pathlib import Path
+
+from . import notebook as nbtools
+from .course import COURSE_DIR, RELEASE_DIR
+
+
+def _png(figure):
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def build_report(assignment_id, course_dir=COURSE_DIR):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(course_dir) / "outcomes" / f"{assignment_id}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"no graded submissions for {assignment_id} in {course_dir} (run autograde first)")
+    outcomes = list(json.loads(path.read_text()).values())
+    graded = [o for o in outcomes if o["status"] == "graded"]
+    not_graded = [o for o in outcomes if o["status"] != "graded"]
+    released = nbtools.read(nbtools.notebook_path(RELEASE_DIR, assignment_id))
+    tests = [(nbtools.grade_id(c), nbtools.points(c)) for c in nbtools.test_cells(released)]
+    max_score = sum(points for _, points in tests)
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    left.hist([o["score"] for o in graded], bins=range(0, int(max_score) + 2), color="#4c72b0", align="left")
+    left.set_xlabel(f"auto-graded score (of {max_score:g})"); left.set_ylabel("students")
+    left.set_title(f"{len(graded)} graded, {len(not_graded)} not graded")
+    rates = [sum(test in o["failed"] for o in graded) / max(len(graded), 1) for test, _ in tests]
+    right.barh([test for test, _ in tests][::-1], rates[::-1], color="#dd8452")
+    right.set_xlim(0, 1); right.set_xlabel("fraction of graded students failing")
+    right.set_title("which tests the class fails")
+    image = _png(figure)
+    plt.close(figure)
+
+    rows = "".join(f"<tr><td>{html.escape(test)}</td><td>{points:g}</td><td>{rate:.0%}</td></tr>"
+                   for (test, points), rate in sorted(zip(tests, rates), key=lambda item: -item[1]))
+    missing = "".join(f"<tr><td>{html.escape(o['student'])}</td><td>{html.escape(o['reason'])}</td></tr>"
+                      for o in sorted(not_graded, key=lambda o: o["student"])) or "<tr><td colspan=2>none</td></tr>"
+    mean = sum(o["score"] for o in graded) / len(graded) if graded else 0.0
+    page = f"""<!doctype html><meta charset="utf-8"><title>{assignment_id}: class report</title>
+<style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto}}td,th{{padding:2px 12px;text-align:left}}</style>
+<h1>{assignment_id}: class report</h1>
+<p>{len(outcomes)} submissions; mean auto-graded score {mean:.1f} / {max_score:g}.</p>
+<img alt="score histogram and failure rates" src="data:image/png;base64,{image}" style="max-width:100%">
+<h2>Failure rate per test</h2><table><tr><th>test</th><th>points</th><th>failed by</th></tr>{rows}</table>
+<h2>Not graded</h2><table><tr><th>student</th><th>reason</th></tr>{missing}</table>
+"""
+    target = Path(course_dir) / "reports" / f"{assignment_id}.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(page)
+    return target
