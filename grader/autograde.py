@@ -168,7 +168,7 @@ def _belongs_to(nb, released):
 
 
 def autograde(assignment_id, source, course_dir=COURSE_DIR, progress=True, workers=None, sandboxed=True,
-              **timeouts):
+              engine="threads", scheduler=None, **timeouts):
     """Grade every submission found in `source`; `workers` submissions at a time (default: the
     core count). Each worker thread drives one kernel in its own sandbox; merges happen here,
     one at a time, as results arrive."""
@@ -177,14 +177,19 @@ def autograde(assignment_id, source, course_dir=COURSE_DIR, progress=True, worke
     workers = max(1, workers or os.cpu_count() or 1)
     outcomes = []
     try:
-        with ThreadPoolExecutor(max_workers=workers) as pool, tqdm(
-                total=len(submissions), desc=f"grading {assignment_id}", unit="student", disable=not progress) as bar:
-            futures = [pool.submit(batch.grade, submission) for submission in submissions]
-            for future in as_completed(futures):
-                outcome, pending = future.result()
-                batch.merge(outcome, pending)
-                outcomes.append(outcome)
-                bar.update(1)
+        with tqdm(total=len(submissions), desc=f"grading {assignment_id}", unit="student",
+                  disable=not progress) as bar:
+            if engine == "dask":
+                from .engine import grade_with_dask
+                outcomes = grade_with_dask(batch, submissions, scheduler=scheduler, workers=workers, progress=bar)
+            else:
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    futures = [pool.submit(batch.grade, submission) for submission in submissions]
+                    for future in as_completed(futures):
+                        outcome, pending = future.result()
+                        batch.merge(outcome, pending)
+                        outcomes.append(outcome)
+                        bar.update(1)
     finally:
         batch.close()
     save_outcomes(assignment_id, outcomes, course_dir)

@@ -49,7 +49,8 @@ def cmd_autograde(args):
             print("WARNING: grading WITHOUT the sandbox: student code runs with your rights and can read "
                   "the hidden tests and the gradebook. Use only for trusted notebooks.", file=sys.stderr)
         outcomes = autograde(aid, args.submissions, course_dir=Path(args.course_dir), workers=args.workers,
-                             sandboxed=not args.unsandboxed, cell_timeout=args.cell_timeout,
+                             sandboxed=not args.unsandboxed, engine="dask" if args.dask else "threads",
+                             scheduler=args.scheduler, cell_timeout=args.cell_timeout,
                              total_timeout=args.total_timeout)
     except SandboxUnavailable as error:
         raise SystemExit(f"autograde: the sandbox is unavailable: {error}.\nRefusing to run student code "
@@ -106,6 +107,8 @@ def main(argv=None):
     p.add_argument("--total-timeout", type=int, default=None, help="seconds per notebook")
     p.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: core count)")
     p.add_argument("--unsandboxed", action="store_true", help="run kernels without bubblewrap (trusted only)")
+    p.add_argument("--dask", action="store_true", help="grade on Dask distributed (a local cluster by default)")
+    p.add_argument("--scheduler", default=None, help="address of a running Dask scheduler (implies --dask)")
     p.set_defaults(run=cmd_autograde)
     p = verbs.add_parser("feedback", help="HTML feedback per student, hidden tests removed")
     p.add_argument("id"); p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_feedback)
@@ -117,6 +120,8 @@ def main(argv=None):
     p = verbs.add_parser("demo", help="release, grade sample submissions, feedback, CSV, in out/demo/")
     p.add_argument("ids", nargs="*"); p.set_defaults(run=cmd_demo)
     args = parser.parse_args(argv)
+    if getattr(args, "scheduler", None):
+        args.dask = True
     import logging
     logging.getLogger("traitlets").setLevel(logging.WARNING)   # nbgrader's INFO lines are noise here
     from .course import ensure_venv_bin_on_path
