@@ -59,6 +59,7 @@ def nbgrader_api(**overrides):
     config = apply_course_config(Config(), **overrides)
     coursedir = CourseDirectory(config=config)
     Path(coursedir.root).mkdir(parents=True, exist_ok=True)
+    Path(config.Exchange.root).mkdir(parents=True, exist_ok=True)
     db_path = config.CourseDirectory.db_url.removeprefix("sqlite:///")
     if config.CourseDirectory.db_url.startswith("sqlite:///"):
         Path(db_path).parent.mkdir(parents=True, exist_ok=True)
