@@ -132,9 +132,10 @@ class Batch:
             raise _NotGraded(run.problem)
         if run.note:
             outcome.notes.append(run.note)
-        student_code = "\n".join(c.source for c in sanitized.cells
-                                 if c.cell_type == "code" and not nbtools.is_test_cell(c) and not nbtools.is_locked(c))
-        verdicts = judge_notebook(self.trace, run.records, forbidden_uses(student_code))
+        findings = [finding for c in sanitized.cells
+                    if c.cell_type == "code" and not nbtools.is_test_cell(c) and not nbtools.is_locked(c)
+                    for finding in forbidden_uses(c.source)]
+        verdicts = judge_notebook(self.trace, run.records, findings)
         graded = score(build_autograded(sanitized, run.notebook, verdicts), aid, student, db_url)
         import nbformat
         autograded_path = work / f"{aid}.ipynb"

@@ -76,7 +76,9 @@ def write_kernelspec(kernels_dir, workdir, runtime_dir, limits, name="course-san
     spec_dir = Path(kernels_dir) / "kernels" / name
     spec_dir.mkdir(parents=True, exist_ok=True)
     spec = {"argv": kernel_command(workdir, runtime_dir, limits), "display_name": "sandboxed Python 3",
-            "language": "python", "interrupt_mode": "signal"}
+            # interrupts as messages: the kernel signals itself inside the sandbox (a signal sent
+            # from outside would hit bubblewrap, which would end the sandbox instead)
+            "language": "python", "interrupt_mode": "message"}
     (spec_dir / "kernel.json").write_text(json.dumps(spec))
     return name
 

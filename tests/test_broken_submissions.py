@@ -2,14 +2,17 @@
 pipeline: every one gets a clear outcome, the batch completes, nobody gains points by
 tampering, and no feedback page shows hidden test source."""
 import html
+import os
 import re
+import uuid
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from grader import notebook as nbtools
 from grader.autograde import autograde
-from grader.course import SOURCE_DIR
+from grader.course import REPO, SOURCE_DIR
 from grader.feedback import export_csv, generate_feedback
 from grader.samples import buggy_submission, perfect_submission, release_notebook
 
@@ -87,7 +90,86 @@ def build_corpus(folder):
     add("buggy", buggy, "graded", buggy_score)
     add("buggy_that_cheats", _with_cell_source(buggy_submission(AID, "sin_cos_swapped")[0], "learned_pe_solution",
                                                lambda s: s + CHEAT), "graded", None)
+
+    def perfect_plus(code, cell="learned_pe_solution"):
+        return _with_cell_source(perfect_submission(AID), cell, lambda s: s + "\n" + code)
+
+    def buggy_plus(code):
+        return _with_cell_source(buggy_submission(AID, "sin_cos_swapped")[0], "learned_pe_solution",
+                                 lambda s: s + "\n" + code)
+
+    # the sandbox: what the kernel must not reach (full marks prove each attempt failed)
+    add("reads_hidden_tests", perfect_plus(READS_SECRETS.format(paths=SECRET_PATHS)), "graded", full)
+    add("writes_outside", perfect_plus(WRITES_OUTSIDE.format(paths=[str(p) for p in OUTSIDE_TARGETS])),
+        "graded", full)
+    add("leaves_a_process", perfect_plus(f"import subprocess\nsubprocess.Popen(['sleep', '{LINGER}'], "
+                                         "start_new_session=True)"), "graded", full)
+    add("memory_hog", perfect_plus("hog = bytearray(64 * 2**30)"), "graded", full)
+    add("huge_output", perfect_plus("print('x' * (30 * 2**20))"), "graded", full)
+    add("too_many_processes", perfect_plus("import subprocess\nchildren = [subprocess.Popen(['sleep', '30']) "
+                                           "for _ in range(100)]\nimport time\ntime.sleep(5)"),
+        "not graded", None, "more than 64 processes")
+    add("signals_its_parent", perfect_plus("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"),
+        "graded", None)
+    # the notebook's structure
+    duplicated = perfect_submission(AID)
+    index = next(i for i, c in enumerate(duplicated.cells) if nbtools.grade_id(c) == "test_sdpa_masks")
+    duplicated.cells.insert(index, nbformat.from_dict(duplicated.cells[index]))
+    add("duplicated_grade_ids", duplicated, "graded", full, "duplicated cells ignored")
+    retyped = perfect_submission(AID)
+    for cell in retyped.cells:
+        if nbtools.grade_id(cell) == "test_sdpa_masks":
+            cell.cell_type = "markdown"
+            cell.pop("outputs", None); cell.pop("execution_count", None)
+    add("changed_cell_type", retyped, "graded", full, "cell types restored")
+    unmarked = perfect_submission(AID)
+    for cell in unmarked.cells:
+        if nbtools.grade_id(cell) == "sdpa_solution":
+            del cell.metadata["nbgrader"]
+    add("solution_cell_without_metadata", unmarked, "graded", full)
+    # tampering with the kernel's own machinery: never worth a point
+    add("replaces_comparisons", buggy_plus(
+        "torch.isclose = lambda *a, **k: torch.ones((), dtype=torch.bool)\n"
+        "torch.Tensor.allclose = lambda *a, **k: True\ntorch.Tensor.__eq__ = lambda *a, **k: True\n"
+        "torch.testing.assert_close = lambda *a, **k: None"), "graded", None)
+    add("replaces_display_and_tracebacks", buggy_plus(
+        "import sys, builtins, IPython\nsys.excepthook = lambda *a: None\n"
+        "IPython.get_ipython().showtraceback = lambda *a, **k: None\n"
+        "IPython.get_ipython().display_formatter.formatters['text/plain'].for_type(object, lambda *a: 'ok')\n"
+        "builtins.print = lambda *a, **k: None"), "graded", None)
+    add("forges_outputs", buggy_plus(
+        "from IPython.display import display\nprint('passed (13 checks)')\n"
+        "display({'text/plain': 'passed'}, raw=True)"), "graded", None)
+    add("captured_c_binding", _with_cell_source(perfect_submission(AID), "sdpa_solution", lambda s: s.replace(
+        "    return weights @ v, weights", "    return _fast(q, k, v, attn_mask=mask), weights").replace(
+        "def scaled_dot_product_attention", "_fast = torch._C._nn.scaled_dot_product_attention\n"
+        "def scaled_dot_product_attention", 1)), "graded", None)
     return cases
+
+
+SECRET_PATHS = [str(REPO / "solutions" / AID / f"{AID}.ipynb"), str(REPO / "mutants" / f"{AID}.py"),
+                str(REPO / "course" / "gradebook.db"), str(REPO / "grader" / "judge.py"), "/root/.bash_history"]
+READS_SECRETS = """
+import os
+for secret in {paths}:
+    try:
+        open(secret).read(10)
+        def scaled_dot_product_attention(q, k, v, mask=None):  # could read: lose everything
+            raise RuntimeError("the sandbox let me read " + secret)
+    except OSError:
+        pass
+"""
+TOKEN = uuid.uuid4().hex[:8]
+OUTSIDE_TARGETS = [REPO / f"PWNED_{TOKEN}", REPO / "solutions" / f"PWNED_{TOKEN}", Path("/root") / f"PWNED_{TOKEN}"]
+WRITES_OUTSIDE = """
+for target in {paths}:
+    try:
+        with open(target, "w") as handle:
+            handle.write("pwned")
+    except OSError:
+        pass
+"""
+LINGER = "1234.5"
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +177,37 @@ def graded_batch(tmp_path_factory):
     folder = tmp_path_factory.mktemp("corpus")
     course = tmp_path_factory.mktemp("course")
     cases = build_corpus(folder)
-    outcomes = autograde(AID, folder, course_dir=course, progress=False, cell_timeout=20, total_timeout=90)
+    outcomes = autograde(AID, folder, course_dir=course, progress=False, workers=2, cell_timeout=20,
+                         total_timeout=90)
     return cases, {o.student: o for o in outcomes}, course
+
+
+def test_corpus_is_large_enough(graded_batch):
+    cases, _, _ = graded_batch
+    assert len(cases) >= 25
+
+
+def test_nothing_written_outside_and_no_process_left(graded_batch):
+    _, outcomes, _ = graded_batch
+    assert outcomes["writes_outside"].score == outcomes["perfect"].score
+    for target in OUTSIDE_TARGETS:
+        assert not target.exists(), f"a submission wrote {target}"
+    lingering = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if LINGER.encode() in handle.read():
+                    lingering.append(pid)
+        except OSError:
+            pass
+    assert not lingering, f"processes left behind by a submission: {lingering}"
+
+
+def test_report_lists_failures_and_not_graded(graded_batch):
+    from grader.report import build_report
+    _, _, course = graded_batch
+    page = build_report(AID, course_dir=course).read_text()
+    assert "ignores_interrupts" in page and "invalid_json" in page and "test_sinusoidal_encoding" in page
 
 
 def test_every_submission_gets_its_expected_outcome(graded_batch):
@@ -110,11 +221,18 @@ def test_every_submission_gets_its_expected_outcome(graded_batch):
     assert not wrong, "\n".join(wrong)
 
 
+def test_a_captured_c_binding_is_caught(graded_batch):
+    _, outcomes, _ = graded_batch
+    assert "test_sdpa_no_builtin_attention" in outcomes["captured_c_binding"].failed
+
+
 def test_tampering_never_raises_a_score(graded_batch):
     _, outcomes, _ = graded_batch
-    cheat, honest = outcomes["buggy_that_cheats"], outcomes["buggy"]
-    assert cheat.status == "graded" and cheat.score <= honest.score
-    assert set(honest.failed) <= set(cheat.failed)
+    honest = outcomes["buggy"]
+    for student in ("buggy_that_cheats", "replaces_comparisons", "replaces_display_and_tracebacks", "forges_outputs"):
+        cheat = outcomes[student]
+        assert cheat.status == "graded" and cheat.score <= honest.score, student
+        assert set(honest.failed) <= set(cheat.failed), student
 
 
 def test_gradebook_keeps_a_row_for_everyone_and_not_graded_is_not_zero(graded_batch, tmp_path):

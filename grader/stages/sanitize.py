@@ -26,12 +26,24 @@ def sanitize(nb, assignment_id, student, db_url, released):
                               "student": student}}
     quiet = logging.getLogger("sanitize")
     quiet.setLevel(logging.ERROR)
+    types_before = {nbtools.grade_id(c): c.cell_type for c in nb.cells if nbtools.grade_id(c)}
+    counts = {}
+    for cell in nb.cells:
+        counts[nbtools.grade_id(cell)] = counts.get(nbtools.grade_id(cell), 0) + 1
+    duplicated = sorted(g for g, n in counts.items() if g and n > 1)
     try:
-        for stage in (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata):
+        for stage in (ClearOutput, DeduplicateIds, _DropEmptyMetadata, OverwriteKernelspec, OverwriteCells,
+                      CheckCellMetadata):
             nb, resources = stage(config=config, log=quiet).preprocess(nb, resources)
     except Exception as error:  # nbgrader's validators raise several types
-        raise SanitizeError(f"the notebook's grading metadata is broken ({error})") from error
+        raise SanitizeError(f"the notebook's grading metadata is broken ({type(error).__name__}: {error})") from error
     notes = []
+    if duplicated:
+        notes.append("duplicated cells ignored (the last copy was graded): " + ", ".join(duplicated))
+    retyped = sorted(g for g, t in types_before.items()
+                     if any(nbtools.grade_id(c) == g and c.cell_type != t for c in nb.cells))
+    if retyped:
+        notes.append("changed cell types restored: " + ", ".join(retyped))
     after = {nbtools.grade_id(c): c.source for c in nb.cells if nbtools.grade_id(c)}
     restored = sorted(g for g in after if g in before and g in release_sources
                       and before[g] != release_sources[g] and _is_test_or_locked(nb, g))
@@ -41,6 +53,20 @@ def sanitize(nb, assignment_id, student, db_url, released):
     if missing:
         notes.append("deleted cells re-added: " + ", ".join(missing))
     return nb, notes
+
+
+class _DropEmptyMetadata:
+    """DeduplicateIds leaves `nbgrader: {}` on the copies it disowns, which nbgrader's own
+    metadata validator then rejects; such a copy is an ordinary cell."""
+
+    def __init__(self, **_):
+        pass
+
+    def preprocess(self, nb, resources):
+        for cell in nb.cells:
+            if cell.get("metadata", {}).get("nbgrader", None) == {}:
+                del cell.metadata["nbgrader"]
+        return nb, resources
 
 
 def _is_test_or_locked(nb, gid):
