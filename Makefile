@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: install demo test test-fast check release clean
 
@@ -14,14 +15,19 @@ $(STAMP): requirements.txt constraints.txt
 	$(BIN)/python -m pip install --quiet -r requirements.txt -c constraints.txt
 	touch $(STAMP)
 
+# what only the tests need (Playwright for the browser test), after the venv exists
+$(TEST_STAMP): $(STAMP) requirements-test.txt
+	$(BIN)/python -m pip install --quiet -r requirements-test.txt -c constraints.txt
+	touch $(TEST_STAMP)
+
 demo: install          ## release, autograde the sample submissions, feedback HTML, grades CSV
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m grader demo
 
-test: install          ## the whole suite, as CI runs it
+test: install $(TEST_STAMP)  ## the whole suite, as CI runs it
 	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q
 
-test-fast: install     ## everything but the slow batch corpus
-	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q -m "not batch"
+test-fast: install $(TEST_STAMP)  ## everything but the slow suites (batch corpus, browser, hosted runtime, engines)
+	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q -m "not batch and not browser and not hosted and not engine"
 
 check: install         ## the quality gate for every assignment
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m grader check

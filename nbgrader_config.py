@@ -8,3 +8,5 @@ from grader.course import apply_course_config  # noqa: E402
 
 c = get_config()  # noqa: F821 - provided by traitlets when it loads this file
 apply_course_config(c)
+# the course folder is not in git: create it (and the exchange) so formgrader can open the gradebook
+os.makedirs(os.path.join(os.path.dirname(os.path.abspath(__file__)), "course", "exchange"), exist_ok=True)

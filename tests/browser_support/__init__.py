@@ -1,0 +1,1 @@
+"""Helpers for tests/test_browser.py: a throwaway JupyterLab server and notebook editing."""
