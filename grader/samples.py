@@ -38,7 +38,8 @@ def perfect_submission(assignment_id):
 
 
 def buggy_submission(assignment_id, mutant_name):
-    """A perfect submission whose cell defining the mutated name holds the mutant instead."""
+    """A perfect submission whose cell defining the mutated name ends with the mutant, which
+    rebinds that name (the cell's other definitions stay, exactly as in `grader check`)."""
     mutant = next((m for m in load_catalogue(assignment_id) if m.name == mutant_name), None)
     if mutant is None:
         raise KeyError(f"no mutant {mutant_name!r} in mutants/{assignment_id}.py")
@@ -46,7 +47,7 @@ def buggy_submission(assignment_id, mutant_name):
     for cell in nb.cells:
         if cell.cell_type == "code" and nbtools.nbgrader_meta(cell).get("solution"):
             if set(mutant.replaces) & (nbtools.defined_names(cell.source) or set()):
-                cell.source = mutant.source
+                cell.source = cell.source + "\n\n" + mutant.source
                 return nb, mutant
     raise ValueError(f"no solution cell defines {mutant.replaces}")
 

@@ -1,0 +1,16 @@
+"""`make demo` end to end, as a newcomer runs it: every assignment released and graded through
+the real pipeline; the perfect student gets full marks, the untouched release zero, and each
+buggy student loses exactly the test cells its bug should fail, no others."""
+import pytest
+
+from grader.demo import run_demo
+
+pytestmark = pytest.mark.batch
+
+
+def test_demo_grades_every_sample_as_expected(tmp_path, capsys):
+    ok = run_demo(demo_dir=tmp_path / "demo", progress=False)
+    output = capsys.readouterr().out
+    assert ok, output
+    assert (tmp_path / "demo" / "grades.csv").exists()
+    assert "UNEXPECTED" not in output
