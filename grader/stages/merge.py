@@ -8,6 +8,10 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
+# nbgrader's update_or_create_submission trips SQLAlchemy's autoflush warning; it is harmless,
+# and catch_warnings() alone is not thread-safe under parallel grading
+warnings.filterwarnings("ignore", message=".*not in session.*")
+
 
 def merge(assignment_id, student, temp_db_url, course_db_url, autograded_nb_path, autograded_dir):
     # nbgrader's own update_or_create_submission triggers harmless SQLAlchemy autoflush warnings
