@@ -71,3 +71,19 @@ def read(path):
 
 def notebook_path(directory, assignment_id):
     return Path(directory) / assignment_id / f"{assignment_id}.ipynb"
+
+
+def secret_lines(nb, min_length=26):
+    """Lines that only hidden-test regions contain (long enough to be distinctive): what must
+    never appear in anything a student sees."""
+    hidden, visible = set(), set()
+    for cell in nb.cells:
+        inside = False
+        for line in cell.source.splitlines():
+            if "BEGIN HIDDEN TESTS" in line:
+                inside = True
+            elif "END HIDDEN TESTS" in line:
+                inside = False
+            else:
+                (hidden if inside else visible).add(line.strip())
+    return {line for line in hidden - visible if len(line) >= min_length}

@@ -243,28 +243,11 @@ def test_gradebook_keeps_a_row_for_everyone_and_not_graded_is_not_zero(graded_ba
     assert all(f"\n{student}," in text for student in present)
 
 
-def _hidden_lines():
-    source = nbtools.read(nbtools.notebook_path(SOURCE_DIR, AID))
-    lines = set()
-    for cell in nbtools.test_cells(source):
-        inside = False
-        for line in cell.source.splitlines():
-            if "BEGIN HIDDEN TESTS" in line:
-                inside = True
-            elif "END HIDDEN TESTS" in line:
-                inside = False
-            elif inside and len(line.strip()) > 25:
-                lines.add(line.strip())
-    released = release_notebook(AID)
-    visible = {line.strip() for cell in released.cells for line in cell.source.splitlines()}
-    return lines - visible   # a line the visible tests also have is no secret
-
-
 def test_feedback_shows_messages_but_no_hidden_test_source(graded_batch):
     _, _, course = graded_batch
     pages = generate_feedback(AID, course_dir=course)
     assert pages, "no feedback was generated"
-    hidden = _hidden_lines()
+    hidden = nbtools.secret_lines(nbtools.read(nbtools.notebook_path(SOURCE_DIR, AID)))
     assert len(hidden) > 20
     for page in pages:
         text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
