@@ -30,13 +30,19 @@ def run_demo(ids=None, demo_dir=DEMO_DIR, progress=True):
         problems += _unexpected(aid, outcomes)
         pages = generate_feedback(aid, course_dir=course_dir)
         report = build_report(aid, course_dir=course_dir)
-        print(f"  feedback: {len(pages)} HTML pages in {course_dir.relative_to(REPO) / 'feedback'}; "
-              f"class report: {report.relative_to(REPO)}\n")
+        print(f"  feedback: {len(pages)} HTML pages in {_shown(course_dir / 'feedback')}; "
+              f"class report: {_shown(report)}\n")
     csv_path, count = export_csv(demo_dir / "grades.csv", course_dir=course_dir)
-    print(f"grades: {count} rows in {csv_path.relative_to(REPO)}")
+    print(f"grades: {count} rows in {_shown(csv_path)}")
     for problem in problems:
         print("UNEXPECTED:", problem)
     return not problems
+
+
+def _shown(path):
+    """A path relative to the repository when it is inside it."""
+    path = Path(path)
+    return path.relative_to(REPO) if path.is_relative_to(REPO) else path
 
 
 def _unexpected(aid, outcomes):

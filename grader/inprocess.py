@@ -22,10 +22,31 @@ def run_in_process(nb, replacements=(), keep_expected=False):
     is executed too, so the names are rebound (how a mutant replaces a function).
     Returns (records by grade id, errors of non-test cells as (cell index, description)).
     """
-    os.environ.setdefault("MPLBACKEND", "Agg")
-    os.environ.setdefault("TQDM_DISABLE", "1")
+    with _environment(MPLBACKEND="Agg", TQDM_DISABLE="1"):
+        return _run(nb, replacements, keep_expected)
+
+
+@contextlib.contextmanager
+def _environment(**values):
+    """Set environment variables for the run only: a leaked MPLBACKEND=Agg would silence the
+    plots of every kernel this process starts afterwards."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _run(nb, replacements, keep_expected):
+    import matplotlib
     import matplotlib.pyplot as plt
 
+    matplotlib.use("Agg")   # no windows from trusted notebooks run here
     recorder = TestRecorder(checks_source(), keep_expected=keep_expected)
     namespace = {"__name__": "__main__"}
     pending = list(replacements)

@@ -68,6 +68,9 @@ def main(control, kernel_dir, kernel_name, cell_timeout, limits_json):
                                  connection_file=str(control / "runtime" / "kernel.json"))
     client = NotebookClient(nb, km=manager, timeout=cell_timeout, kernel_name=kernel_name, allow_errors=True,
                             interrupt_on_timeout=True, record_timing=False,
+                            # the records are on disk when the last cell ends: no need to wait
+                            # a second for a graceful shutdown (the sandbox dies with the kernel)
+                            shutdown_kernel="immediate",
                             resources={"metadata": {"path": str(kernel_dir)}})
     stop = threading.Event()
 

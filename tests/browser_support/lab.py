@@ -81,6 +81,7 @@ class LabServer:
 
     def start(self, timeout=90):
         env = dict(os.environ)
+        env.pop("MPLBACKEND", None)   # the kernels must draw inline plots, whatever ran before
         env.update(
             PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
             JUPYTER_CONFIG_DIR=str(self.tmp / "jupyter_config"),
