@@ -8,10 +8,6 @@ from .inprocess import run_in_process
 from .judge import Trace
 
 
-class BrokenSolution(RuntimeError):
-    pass
-
-
 @lru_cache(maxsize=None)
 def solution_trace(assignment_id):
     nb = nbtools.read(nbtools.notebook_path(SOURCE_DIR, assignment_id))

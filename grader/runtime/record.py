@@ -8,7 +8,6 @@ compares the recorded `actual` values with the expected values from the referenc
 the values it reports, which it could have computed honestly anyway.
 """
 import os
-import sys
 import traceback
 
 
