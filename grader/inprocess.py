@@ -22,7 +22,8 @@ def run_in_process(nb, replacements=(), keep_expected=False):
     is executed too, so the names are rebound (how a mutant replaces a function).
     Returns (records by grade id, errors of non-test cells as (cell index, description)).
     """
-    with _environment(MPLBACKEND="Agg", TQDM_DISABLE="1"):
+    # NBGRADER_EXECUTION as nbgrader sets it: notebooks skip their timing and training demos
+    with _environment(MPLBACKEND="Agg", TQDM_DISABLE="1", NBGRADER_EXECUTION="autograde"):
         return _run(nb, replacements, keep_expected)
 
 

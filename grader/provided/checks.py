@@ -199,6 +199,11 @@ def check_no_forbidden_calls(function, *args, what, **kwargs):
             names.append(str(func.overloadpacket))
             return func(*args, **(kwargs or {}))
 
+    # TorchDispatchMode wraps the method to keep torch.compile out of it, and the wrapper's first
+    # call imports torch._dynamo (about 1 s per kernel). Nothing here is compiled: use it unwrapped.
+    _RecordOperators.__torch_dispatch__ = getattr(_RecordOperators.__torch_dispatch__, "__wrapped__",
+                                                  _RecordOperators.__torch_dispatch__)
+
     with _RecordFunctions(), _RecordOperators():
         function(*args, **kwargs)
     _observe("no_forbidden_ops", names, None, what, None, {})

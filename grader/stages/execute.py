@@ -68,6 +68,7 @@ def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, limits
     # one thread per kernel: graders run side by side, and two OpenMP threads on two busy cores
     # stall on every small op
     env = dict(os.environ, MPLBACKEND="Agg", TQDM_DISABLE="1", PYTHONHASHSEED="0", OMP_NUM_THREADS="1",
+               NBGRADER_EXECUTION="autograde",
                JUPYTER_PATH=str(control), JUPYTER_RUNTIME_DIR=str(control / "runtime"))
     command = [sys.executable, "-m", "grader.stages.execute_worker", str(control), str(kernel_dir),
                kernel_name, str(cell_timeout), json.dumps(asdict(limits))]

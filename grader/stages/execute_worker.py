@@ -10,12 +10,17 @@ import sys
 import threading
 from pathlib import Path
 
-import nbformat
-from jupyter_client.manager import AsyncKernelManager
-from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
+# One worker starts per submission, so its start-up is paid 100s of times. jsonschema (under
+# nbformat) imports rfc3987_syntax, when installed, to validate IRI formats, which the notebook
+# schema never uses; building that module's grammar costs about 1.2 s of CPU. Mark it absent.
+sys.modules.setdefault("rfc3987_syntax", None)
 
-from ..sandbox import Limits
+import nbformat  # noqa: E402
+from jupyter_client.manager import AsyncKernelManager  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
+from nbclient.exceptions import DeadKernelError  # noqa: E402
+
+from ..sandbox import Limits  # noqa: E402
 
 
 def descendants(root_pid):
