@@ -69,3 +69,17 @@ def describe_exception(exception):
     return {"type": type(exception).__name__, "message": str(exception)[:500], "where": where}
 
 
+
+
+def flop_counter_without_dynamo():
+    """FlopCounterMode dispatches through a method that torch wraps to keep torch.compile out of
+    it, and the wrapper's first call imports torch._dynamo: about 1 s of CPU for every graded
+    notebook that counts FLOPs (a3, a4). Nothing is compiled while grading, so the grader's
+    kernels use the plain method: the same counts, without that import."""
+    try:
+        from torch.utils.flop_counter import _FlopCounterMode
+    except ImportError:  # a torch without it: leave everything as it is
+        return
+    method = _FlopCounterMode.__dict__.get("__torch_dispatch__")
+    if hasattr(method, "__wrapped__"):
+        _FlopCounterMode.__torch_dispatch__ = method.__wrapped__

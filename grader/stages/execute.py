@@ -41,7 +41,8 @@ def instrument(nb):
     replaced by a call that runs its source through the recorder."""
     run_nb = nbformat.from_dict(json.loads(json.dumps(nb)))
     prelude = (RECORDER_SOURCE + "\n__course_grader__ = TestRecorder(" + repr(checks_source())
-               + f", records_dir={RECORDS_DIR!r})\ndel TestRecorder\n")
+               + f", records_dir={RECORDS_DIR!r})\nflop_counter_without_dynamo()\n"
+               + "del TestRecorder, flop_counter_without_dynamo\n")
     for cell in run_nb.cells:
         if nbtools.is_test_cell(cell):
             cell.source = (f"__course_grader__.run_test({nbtools.grade_id(cell)!r}, "
