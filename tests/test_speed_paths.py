@@ -1,0 +1,93 @@
+"""The speed-ups stay correct: a4's fast decode step returns exactly what `generate` returns, and
+the grader's start-up savings (no rfc3987_syntax grammar, no torch._dynamo import) stay in place
+without changing what the checks and FlopCounterMode report. No timings here: those are in
+benchmarks/ and the README."""
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def a4_reference():
+    """The a4 solution's namespace, built the way the KV-cache benchmark builds it."""
+    path = ROOT / "benchmarks" / "kv_cache_benchmark.py"
+    spec = importlib.util.spec_from_file_location("kv_cache_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.load_reference()
+
+
+def test_fast_generate_returns_the_tokens_of_generate(a4_reference):
+    ref = a4_reference
+    torch.manual_seed(0)
+    model = ref["DecoderOnlyLM"](vocab_size=97, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_len=60).eval()
+    prompt = torch.randint(0, 97, (3, 7), generator=torch.Generator().manual_seed(1))
+    greedy = ref["generate"](model, prompt, 40)
+    assert torch.equal(ref["fast_generate"](model, prompt, 40), greedy)
+    for temperature, top_k in [(1.0, None), (0.7, 5)]:
+        expected = ref["generate"](model, prompt, 25, temperature=temperature, top_k=top_k,
+                                   generator=torch.Generator().manual_seed(2))
+        fast = ref["fast_generate"](model, prompt, 25, temperature=temperature, top_k=top_k,
+                                    generator=torch.Generator().manual_seed(2))
+        assert torch.equal(fast, expected), (temperature, top_k)
+
+
+def test_fast_generate_result_is_an_ordinary_tensor(a4_reference):
+    """It decodes under inference_mode; what it returns must still work outside it."""
+    ref = a4_reference
+    model = ref["DecoderOnlyLM"](vocab_size=11, d_model=8, n_heads=2, n_layers=1, d_ff=16, max_len=12).eval()
+    out = ref["fast_generate"](model, torch.zeros(1, 2, dtype=torch.long), 5)
+    out[:, 0] = 3                                   # an inference tensor would refuse this
+    assert out.shape == (1, 7) and not out.is_inference()
+
+
+def _imports_after(code):
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_execute_worker_does_not_build_the_iri_grammar():
+    out = _imports_after("import sys, grader.stages.execute_worker, nbformat\n"
+                         "print(sys.modules.get('rfc3987_syntax', 'absent'))")
+    assert out.strip() in ("None", "absent")
+
+
+def test_forbidden_call_check_works_without_importing_dynamo():
+    code = (
+        "import sys, torch\n"
+        "from grader.provided import checks_source\n"
+        "helpers = {}\n"
+        "exec(checks_source(), helpers)\n"
+        "seen = []\n"
+        "helpers['_observe'] = lambda kind, actual, *rest: seen.extend(actual)\n"
+        "q = torch.randn(2, 3, 4)\n"
+        "helpers['check_no_forbidden_calls'](lambda: torch._C._nn.scaled_dot_product_attention(q, q, q), what='x')\n"
+        "print(any('scaled_dot_product' in name for name in seen), 'torch._dynamo' in sys.modules)\n")
+    assert _imports_after(code).split() == ["True", "False"]
+
+
+def test_prelude_flop_counter_counts_the_same_without_dynamo():
+    code = (
+        "import sys, torch\n"
+        "from torch.utils.flop_counter import FlopCounterMode\n"
+        "from grader.runtime.record import flop_counter_without_dynamo\n"
+        "flop_counter_without_dynamo()\n"
+        "with FlopCounterMode(display=False) as counter:\n"
+        "    torch.randn(4, 5) @ torch.randn(5, 6)\n"
+        "    torch.randn(2, 4, 5).bmm(torch.randn(2, 5, 3))\n"
+        "print(counter.get_total_flops(), 'torch._dynamo' in sys.modules)\n")
+    assert _imports_after(code).split() == [str(2 * 4 * 5 * 6 + 2 * 2 * 4 * 5 * 3), "False"]
+
+
+def test_the_sandbox_tells_notebooks_they_are_being_graded(tmp_path):
+    from grader.sandbox import bwrap_argv
+    argv = bwrap_argv(tmp_path, tmp_path)
+    settings = {argv[i + 1]: argv[i + 2] for i, arg in enumerate(argv) if arg == "--setenv"}
+    assert settings["NBGRADER_EXECUTION"] == "autograde"
