@@ -40,6 +40,15 @@ def _shifted_causal(new, start, device):
 # --- KVCache ---------------------------------------------------------------------------------
 
 
+def _preallocate(cache, n_layers, batch_size, n_heads, d_head, max_len, dtype, device):
+    """The correct KVCache.__init__ (shared by the mutants whose bugs are in append/advance)."""
+    shape = (batch_size, n_heads, max_len, d_head)
+    cache.keys = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+    cache.values = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
+    cache.max_len = max_len
+    cache.length = 0
+
+
 @mutant("KVCache", "not preallocated: grows the past with torch.cat at every append",
         fails=("test_kv_cache", "test_make_cache_memory", "test_cached_step_flops"))
 class grows_with_cat:
@@ -67,11 +76,7 @@ class grows_with_cat:
         fails=("test_kv_cache", "test_cached_logits_match"))
 class writes_at_start:
     def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
-        shape = (batch_size, n_heads, max_len, d_head)
-        self.keys = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
-        self.values = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
-        self.max_len = max_len
-        self.length = 0
+        _preallocate(self, n_layers, batch_size, n_heads, d_head, max_len, dtype, device)
 
     def append(self, layer, k, v):
         end = self.length + k.shape[2]
@@ -91,11 +96,7 @@ class writes_at_start:
         fails=("test_kv_cache",))
 class no_overflow_check:
     def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
-        shape = (batch_size, n_heads, max_len, d_head)
-        self.keys = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
-        self.values = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
-        self.max_len = max_len
-        self.length = 0
+        _preallocate(self, n_layers, batch_size, n_heads, d_head, max_len, dtype, device)
 
     def append(self, layer, k, v):
         end = self.length + k.shape[2]
@@ -111,11 +112,7 @@ class no_overflow_check:
         fails=("test_kv_cache", "test_cache_overflow"))
 class refuses_exactly_full:
     def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
-        shape = (batch_size, n_heads, max_len, d_head)
-        self.keys = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
-        self.values = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(n_layers)]
-        self.max_len = max_len
-        self.length = 0
+        _preallocate(self, n_layers, batch_size, n_heads, d_head, max_len, dtype, device)
 
     def append(self, layer, k, v):
         end = self.length + k.shape[2]
