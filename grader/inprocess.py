@@ -13,6 +13,7 @@ import warnings
 from . import notebook as nbtools
 from .provided import checks_source
 from .runtime.record import TestRecorder, describe_exception
+from .sandbox import GRADED_RUN_ENV
 
 
 def run_in_process(nb, replacements=(), keep_expected=False):
@@ -22,8 +23,7 @@ def run_in_process(nb, replacements=(), keep_expected=False):
     is executed too, so the names are rebound (how a mutant replaces a function).
     Returns (records by grade id, errors of non-test cells as (cell index, description)).
     """
-    # NBGRADER_EXECUTION as nbgrader sets it: notebooks skip their timing and training demos
-    with _environment(MPLBACKEND="Agg", TQDM_DISABLE="1", NBGRADER_EXECUTION="autograde"):
+    with _environment(**GRADED_RUN_ENV):
         return _run(nb, replacements, keep_expected)
 
 

@@ -29,6 +29,14 @@ class Limits:
     output_bytes_total: int = 8 * 2**20
 
 
+# What every graded run of a notebook sees, sandboxed, unsandboxed or in-process: no plot windows,
+# no progress bars, one thread per kernel (graders run side by side, and two OpenMP threads on two
+# busy cores stall on every small op), and NBGRADER_EXECUTION as nbgrader sets it, so notebooks
+# skip their timing and training demos.
+GRADED_RUN_ENV = {"MPLBACKEND": "Agg", "TQDM_DISABLE": "1", "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1",
+                  "NBGRADER_EXECUTION": "autograde"}
+
+
 class SandboxUnavailable(RuntimeError):
     pass
 
@@ -54,10 +62,8 @@ def bwrap_argv(workdir, runtime_dir):
     argv += ["--ro-bind", str(runtime_dir), str(runtime_dir),
              "--bind", str(workdir), str(workdir), "--chdir", str(workdir)]
     environment = {"HOME": str(workdir), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-                   "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython",
-                   "OMP_NUM_THREADS": "1", "TQDM_DISABLE": "1", "PYTHONHASHSEED": "0", "LANG": "C.UTF-8",
-                   # as nbgrader sets it: the notebooks skip their timing and training demos
-                   "NBGRADER_EXECUTION": "autograde"}
+                   "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython", "LANG": "C.UTF-8",
+                   **GRADED_RUN_ENV}
     for name, value in environment.items():
         argv += ["--setenv", name, value]
     return argv

@@ -20,7 +20,7 @@ import torch
 from .. import notebook as nbtools
 from ..course import CELL_TIMEOUT_S, KERNEL_NAME
 from ..provided import checks_source
-from ..sandbox import Limits, write_kernelspec
+from ..sandbox import GRADED_RUN_ENV, Limits, write_kernelspec
 
 RECORDER_SOURCE = (Path(__file__).resolve().parent.parent / "runtime" / "record.py").read_text()
 RECORDS_DIR = ".grader_records"
@@ -66,10 +66,7 @@ def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, limits
     nbformat.write(instrument(nb), str(control / "run.ipynb"))
     code_cells = sum(cell.cell_type == "code" for cell in nb.cells)
     total_timeout = total_timeout or cell_timeout * (code_cells + 2)
-    # one thread per kernel: graders run side by side, and two OpenMP threads on two busy cores
-    # stall on every small op
-    env = dict(os.environ, MPLBACKEND="Agg", TQDM_DISABLE="1", PYTHONHASHSEED="0", OMP_NUM_THREADS="1",
-               NBGRADER_EXECUTION="autograde",
+    env = dict(os.environ, **GRADED_RUN_ENV,
                JUPYTER_PATH=str(control), JUPYTER_RUNTIME_DIR=str(control / "runtime"))
     command = [sys.executable, "-m", "grader.stages.execute_worker", str(control), str(kernel_dir),
                kernel_name, str(cell_timeout), json.dumps(asdict(limits))]
