@@ -8,15 +8,14 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
-# nbgrader's update_or_create_submission trips SQLAlchemy's autoflush warning; it is harmless,
-# and catch_warnings() alone is not thread-safe under parallel grading
+# nbgrader's update_or_create_submission trips SQLAlchemy's autoflush warning ("... not in
+# session ..."); it is harmless. One targeted filter for the whole process, used by every stage
+# that opens a gradebook: catch_warnings() is not thread-safe under parallel grading.
 warnings.filterwarnings("ignore", message=".*not in session.*")
 
 
 def merge(assignment_id, student, temp_db_url, course_db_url, autograded_nb_path, autograded_dir):
-    # nbgrader's own update_or_create_submission triggers harmless SQLAlchemy autoflush warnings
-    with warnings.catch_warnings(), Gradebook(temp_db_url) as temp, Gradebook(course_db_url) as course:
-        warnings.simplefilter("ignore")
+    with Gradebook(temp_db_url) as temp, Gradebook(course_db_url) as course:
         course.update_or_create_student(student)
         course.update_or_create_submission(assignment_id, student)
         source = temp.find_submission_notebook(assignment_id, assignment_id, student)
@@ -36,8 +35,7 @@ def merge(assignment_id, student, temp_db_url, course_db_url, autograded_nb_path
 def record_not_graded(assignment_id, student, course_db_url):
     """A submission that could not be graded still appears in the gradebook, with no auto
     scores and flagged for manual grading — never as a silent zero."""
-    with warnings.catch_warnings(), Gradebook(course_db_url) as course:
-        warnings.simplefilter("ignore")
+    with Gradebook(course_db_url) as course:
         course.update_or_create_student(student)
         submission = course.update_or_create_submission(assignment_id, student)
         for notebook in submission.notebooks:
