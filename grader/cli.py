@@ -16,10 +16,14 @@ def _ids(values):
 
 
 def cmd_sync(args):
-    from .release import sync_provided
+    from .release import sync_lectures, sync_provided
     for aid in _ids(args.ids):
         refreshed = sync_provided(aid)
         print(f"{aid}: " + (f"refreshed {', '.join(refreshed)}" if refreshed else "provided cells up to date"))
+    if not args.ids:   # the lectures carry the device helper too (grader/provided/device.py)
+        lectures = sync_lectures()
+        print("lectures: " + (f"refreshed the device helper in {', '.join(lectures)}" if lectures
+                              else "device helper up to date"))
 
 
 def cmd_release(args):
@@ -92,7 +96,8 @@ def cmd_demo(args):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     verbs = parser.add_subparsers(dest="verb", required=True)
-    p = verbs.add_parser("sync", help="refresh provided cells in solutions/ from grader/provided/")
+    p = verbs.add_parser("sync", help="refresh provided cells and the device helper in solutions/ "
+                                         "(and, without ids, lectures/) from grader/provided/")
     p.add_argument("ids", nargs="*"); p.set_defaults(run=cmd_sync)
     p = verbs.add_parser("release", help="regenerate assignments/ from solutions/ (always overwriting)")
     p.add_argument("ids", nargs="*"); p.set_defaults(run=cmd_release)

@@ -1,5 +1,7 @@
 """`release`: regenerate assignments/ from solutions/, always overwriting; `sync`: refresh
-every provided cell from grader/provided/ (the one source of truth for shared code)."""
+every provided cell from grader/provided/ (the one source of truth for shared code), and the
+device helper region of every setup cell (solutions and lectures) from grader/provided/device.py."""
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -7,7 +9,7 @@ from pathlib import Path
 import nbformat
 
 from . import notebook as nbtools
-from .course import RELEASE_DIR, SOURCE_DIR, ensure_venv_bin_on_path, nbgrader_api
+from .course import RELEASE_DIR, REPO, SOURCE_DIR, ensure_venv_bin_on_path, nbgrader_api
 from .provided import provided_source
 
 
@@ -22,16 +24,111 @@ def stale_provided_cells(nb):
 
 
 def sync_provided(assignment_id):
-    """Rewrite the provided cells of a source notebook; returns the files it refreshed."""
+    """Rewrite the provided cells and the device helper region of a source notebook; returns the
+    files it refreshed."""
     path = nbtools.notebook_path(SOURCE_DIR, assignment_id)
     nb = nbtools.read(path)
     stale = stale_provided_cells(nb)
     for cell in nb.cells:
         if name := nbtools.provided_file(cell):
             cell.source = provided_source(name).strip("\n")
-    if stale:
+    device_refreshed = apply_device_helper(nb)
+    if stale or device_refreshed:
         nbformat.write(nb, str(path))
-    return [name for _, name in stale]
+    return [name for _, name in stale] + ([DEVICE_FILE] if device_refreshed else [])
+
+
+# ---- the device helper: one region of the setup cell, copied from grader/provided/device.py ----
+
+DEVICE_FILE = "device.py"
+DEVICE_BEGIN = "# --- device helper: grader/provided/device.py (do not edit) ---"
+DEVICE_END = "# --- end of device helper ---"
+DEVICE_CALL = "device = pick_device()"
+LECTURES_DIR = REPO / "lectures"
+_REGION = re.compile(re.escape(DEVICE_BEGIN) + r".*?" + re.escape(DEVICE_END) + r"(\n" + re.escape(DEVICE_CALL) + r"(?=\n|$))?",
+                     re.S)
+_OLD_DEVICE_LINE = re.compile(r"^device\s*=.*\bcuda\b.*$", re.M)   # `device = "cuda" if ... else "cpu"`
+
+
+def device_helper_source():
+    """The lines of grader/provided/device.py from its begin marker to its end marker, inclusive:
+    what every setup cell carries, followed by `device = pick_device()`."""
+    text = provided_source(DEVICE_FILE)
+    start, end = text.index(DEVICE_BEGIN), text.index(DEVICE_END) + len(DEVICE_END)
+    return text[start:end]
+
+
+def device_setup_cell(nb):
+    """The code cell that chooses the device: the one with the helper's begin marker, else the first
+    with an old-style `device = ... cuda ...` line (what a sync converts); None if there is none."""
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    return next((cell for cell in code if DEVICE_BEGIN in cell.source), None) or \
+        next((cell for cell in code if _OLD_DEVICE_LINE.search(cell.source)), None)
+
+
+def device_helper_problem(nb):
+    """None if the notebook's setup cell carries the current helper followed by `device =
+    pick_device()`; otherwise what is wrong, in a few words."""
+    cell = device_setup_cell(nb)
+    if cell is None:
+        return "no setup cell chooses a device"
+    if DEVICE_BEGIN not in cell.source:
+        return "the setup cell has no device helper (an old `device = ...` line)"
+    if DEVICE_END not in cell.source:
+        return "the device helper region has no end marker"
+    if device_helper_source() + "\n" + DEVICE_CALL not in cell.source:
+        return "the device helper differs from grader/provided/device.py"
+    return None
+
+
+def apply_device_helper(nb):
+    """Rewrite the device helper region of the notebook's setup cell from grader/provided/device.py
+    (or replace an old-style `device = ...` line by it). Returns True if the source changed."""
+    cell = device_setup_cell(nb)
+    if cell is None:
+        return False
+    block = device_helper_source() + "\n" + DEVICE_CALL
+    if DEVICE_BEGIN in cell.source:
+        if DEVICE_END not in cell.source:
+            raise ReleaseError("the device helper region in the setup cell has no end marker "
+                               f"({DEVICE_END!r}); restore it, then sync again")
+        new = _REGION.sub(lambda _: block, cell.source, count=1)
+    else:
+        new = _OLD_DEVICE_LINE.sub(lambda _: block, cell.source, count=1)
+    changed = new != cell.source
+    cell.source = new
+    return changed
+
+
+def sync_device_helper(path):
+    """Refresh the device helper in the notebook at `path`, writing it only if it changed."""
+    nb = nbtools.read(path)
+    if apply_device_helper(nb):
+        nbformat.write(nb, str(path))
+        return True
+    return False
+
+
+def lecture_paths():
+    return sorted(LECTURES_DIR.glob("[0-9][0-9]_*.ipynb"))
+
+
+def sync_lectures():
+    """Refresh the device helper of every lecture; returns the names of the lectures it rewrote."""
+    return [path.name for path in lecture_paths() if sync_device_helper(path)]
+
+
+def stale_device_helpers(paths=None):
+    """(path, problem) of each notebook whose device helper is missing or differs from
+    grader/provided/device.py; by default every lecture, solution and release notebook."""
+    if paths is None:
+        paths = lecture_paths() + sorted(SOURCE_DIR.glob("*/*.ipynb")) + sorted(RELEASE_DIR.glob("*/*.ipynb"))
+    problems = []
+    for path in paths:
+        problem = device_helper_problem(nbtools.read(path))
+        if problem:
+            problems.append((Path(path), problem))
+    return problems
 
 
 def generate_release(assignment_id, release_dir, db_url=None, course_dir=None):
