@@ -1,6 +1,6 @@
 """Benchmark: KV-cache generation of the a4_kv_cache reference solution against real peers.
 
-Systems, all greedy, batch 1, a 16-token prompt, on CPU with 2 threads:
+Systems, all greedy, batch 1, a 16-token prompt, on CPU with 2 threads (or on a GPU with --device cuda):
   reference_cached    generate(model, prompt, n, use_cache=True)   (the a4 reference solution)
   reference_fast      fast_generate(model, prompt, n)              (the same notebook's section 6: the
                       same prefill and KVCache, decode steps with fused q/k/v and (in, out) weights)
@@ -10,6 +10,15 @@ Systems, all greedy, batch 1, a 16-token prompt, on CPU with 2 threads:
   hf_gpt2_generate    Hugging Face transformers' GPT2LMHeadModel built from a GPT2Config with the same
                       dimensions (random weights, nothing downloaded), model.generate(...,
                       do_sample=False, use_cache=True, min_new_tokens=n)
+On CUDA, four more (decoding on a GPU done right: static shapes, hence CUDA graphs; lecture 6, section 9):
+  reference_static    the reference model's decode step with static shapes: the position lives in a
+                      device tensor, each step writes its key/value into the preallocated KVCache with
+                      index_copy_ and attends over all max_len positions, the later ones masked (eager)
+  reference_graph     the same step captured once with torch.cuda.graph and replayed once per token
+  hf_gpt2_static      Hugging Face's generate with its StaticCache (one cache reused, reset per call):
+                      on CUDA generate compiles the forward with torch.compile(mode="reduce-overhead"),
+                      i.e. CUDA graphs
+  hf_gpt2_static_eager  the same StaticCache with generate's compilation disabled
 
 The reference code is taken from the solution notebook itself (solutions/a4_kv_cache/a4_kv_cache.ipynb):
 its setup, provided, solution and locked cells are executed into a namespace; test and demo cells are
@@ -19,6 +28,7 @@ Repetitions are interleaved (every system and length once per round) and the med
     python benchmarks/kv_cache_benchmark.py                 # 3 rounds, about 3-5 minutes on 2 cores
     python benchmarks/kv_cache_benchmark.py --quick         # 1 round
     python benchmarks/kv_cache_benchmark.py --out results.json
+    python benchmarks/kv_cache_benchmark.py --device cuda  # GPU: adds the static and graph rows
 
 Needs `transformers` (requirements-bench.txt); without it the Hugging Face row is skipped.
 """
@@ -26,6 +36,7 @@ import argparse
 import contextlib
 import io
 import json
+import math
 import os
 import platform
 import statistics
@@ -104,6 +115,109 @@ def systems(ref, model, hf):
     return table
 
 
+class StaticDecoder:
+    """The reference model's decode step with static shapes, eager or captured as a CUDA graph.
+
+    Prefill runs the reference's own forward into its preallocated KVCache (cache.keys[l], cache.values[l],
+    each (B, H, max_len, Dh)); every later step keeps the same shapes and addresses: the token and its
+    position are device tensors, the new key/value are written with index_copy_, and attention reads all
+    max_len positions with the ones after the new token masked. With graph=True one step is captured
+    with torch.cuda.graph after a warm-up on a side stream and replayed once per token."""
+
+    def __init__(self, model, max_len, graph=False):
+        self.model, self.graph = model, None
+        weight = model.lm_head.weight
+        self.cache = model.make_cache(1, max_len=max_len)
+        self.token = torch.zeros(1, 1, dtype=torch.long, device=weight.device)
+        self.pos = torch.zeros(1, dtype=torch.long, device=weight.device)
+        self.key_positions = torch.arange(max_len, device=weight.device)
+        if graph:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):                       # warm-up: cuBLAS workspaces, allocator pools
+                    self.pos.fill_(0)
+                    self._step()
+            torch.cuda.current_stream().wait_stream(side)
+            self.graph = torch.cuda.CUDAGraph()
+            self.pos.fill_(0)
+            with torch.cuda.graph(self.graph):
+                self.logits = self._step()
+
+    @torch.no_grad()
+    def _step(self):
+        m, pos = self.model, self.pos
+        x = m.tok_emb(self.token) + m.pos_emb(pos)                                   # (1, 1, D)
+        batch, d_model = x.shape[0], x.shape[-1]
+        blocked = self.key_positions > pos
+        for i, block in enumerate(m.blocks):
+            attn = block.attn
+            heads, d_head = attn.n_heads, d_model // attn.n_heads
+            h = block.norm1(x)
+            q, k, v = (proj(h).view(batch, 1, heads, d_head).transpose(1, 2)
+                       for proj in (attn.q_proj, attn.k_proj, attn.v_proj))
+            keys, values = self.cache.keys[i], self.cache.values[i]
+            keys.index_copy_(2, pos, k)
+            values.index_copy_(2, pos, v)
+            scores = (q @ keys.transpose(-2, -1)) / math.sqrt(d_head)                # (1, H, 1, max_len)
+            out = scores.masked_fill(blocked, float("-inf")).softmax(dim=-1) @ values
+            x = x + attn.o_proj(out.transpose(1, 2).reshape(batch, 1, d_model))
+            x = x + block.ff(block.norm2(x))
+        pos += 1
+        return m.lm_head(m.norm_f(x))[:, -1]                                          # (1, vocab)
+
+    @torch.no_grad()
+    def generate(self, prompt, n):
+        self.cache.length = 0
+        logits = self.model(prompt, cache=self.cache)[:, -1]                         # prefill, dynamic
+        self.pos.fill_(prompt.shape[1])
+        out = torch.empty(1, prompt.shape[1] + n, dtype=torch.long, device=prompt.device)
+        out[:, :prompt.shape[1]] = prompt
+        for i in range(n):
+            token = logits.argmax(dim=-1, keepdim=True)
+            out[:, prompt.shape[1] + i:prompt.shape[1] + i + 1] = token
+            if i == n - 1:
+                break
+            self.token.copy_(token)
+            if self.graph is not None:
+                self.graph.replay()
+                logits = self.logits
+            else:
+                logits = self._step()
+        return out
+
+
+def gpu_systems(model, hf, max_len, device):
+    """The static-shape rows (CUDA only): {name: generate function}, and {name: why it was skipped}."""
+    table, skipped = {}, {}
+    for name, graph in (("reference_static", False), ("reference_graph", True)):
+        try:
+            decoder = StaticDecoder(model, max_len, graph=graph)
+            table[name] = decoder.generate
+        except Exception as error:  # noqa: BLE001 - report and go on with the other rows
+            skipped[name] = f"{type(error).__name__}: {error}"
+    if hf is None:
+        skipped["hf_gpt2_static"] = skipped["hf_gpt2_static_eager"] = "transformers is not installed"
+        return table, skipped
+    try:
+        from transformers import StaticCache
+        static_cache = StaticCache(config=hf.config, max_cache_len=max_len)
+    except Exception as error:  # noqa: BLE001 - an older or newer transformers
+        skipped["hf_gpt2_static"] = skipped["hf_gpt2_static_eager"] = f"no StaticCache: {type(error).__name__}: {error}"
+        return table, skipped
+
+    def hf_static(compiled):
+        def run(prompt, n):
+            static_cache.reset()
+            with torch.no_grad():
+                return hf.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=n,
+                                   min_new_tokens=n, do_sample=False, use_cache=True, pad_token_id=0,
+                                   past_key_values=static_cache, disable_compile=not compiled)
+        return run
+    table["hf_gpt2_static"], table["hf_gpt2_static_eager"] = hf_static(True), hf_static(False)
+    return table, skipped
+
+
 def sync(device):
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -117,13 +231,29 @@ def run(args):
     ref = load_reference()
     model, hf = build_models(ref, dims, args.device)
     table = systems(ref, model, hf)
+    skipped = {}
+    if args.device.startswith("cuda"):
+        extra, skipped = gpu_systems(model, hf, args.prompt_len + max(args.new_tokens), args.device)
+        table.update(extra)
     if args.systems:
         table = {name: fn for name, fn in table.items() if name in set(args.systems) | {"reference_cached"}}
     prompt = torch.randint(0, args.vocab, (1, args.prompt_len), generator=torch.Generator().manual_seed(0)).to(args.device)
 
-    for fn in table.values():   # warm-up: allocator, kernels, HF's first-call setup
-        fn(prompt, 8)
+    # warm-up: allocator, kernels, HF's first-call setup; on a GPU every timed length once, so that
+    # torch.compile (Hugging Face's static cache) has compiled and captured before the clock runs
+    warm_lengths = args.new_tokens if args.device.startswith("cuda") else [8]
+    for name, fn in list(table.items()):
+        try:
+            for n in warm_lengths:
+                fn(prompt, n)
+        except Exception as error:  # noqa: BLE001 - a peer that cannot run here is reported, not fatal
+            if name in REFERENCE_ROWS or name == "reference_uncached":
+                raise
+            skipped[name] = f"{type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
+            del table[name]
     sync(args.device)
+    for name, why in skipped.items():
+        print(f"skipped {name}: {why}", file=sys.stderr)
 
     times = {name: {n: [] for n in args.new_tokens} for name in table}
     outputs = {}
@@ -155,6 +285,10 @@ def run(args):
     same = {str(n): all(torch.equal(outputs[("reference_cached", n)], outputs[(other, n)])
                         for other in ("reference_fast", "reference_uncached", "nanogpt_loop") if other in table)
             for n in args.new_tokens}
+    # the static rows attend over the whole buffer (masked): float rounding may differ, so reported apart
+    same_static = {str(n): {other: torch.equal(outputs[("reference_cached", n)], outputs[(other, n)])
+                            for other in ("reference_static", "reference_graph") if other in table}
+                   for n in args.new_tokens}
     largest = str(max(args.new_tokens))
     targets = {}
     if "reference_uncached" in table:
@@ -165,13 +299,19 @@ def run(args):
             if mine in table:
                 targets[f"{mine} >= 2x hf_gpt2_generate at {largest} new tokens"] = \
                     ratios[largest][f"{mine} / hf_gpt2_generate"] >= 2.0
+    for mine, other in (("reference_graph", "reference_static"), ("reference_graph", "hf_gpt2_static")):
+        if mine in table and other in table:
+            ratios[largest][f"{mine} / {other}"] = (results[mine][largest]["tokens_per_s"]
+                                                    / results[other][largest]["tokens_per_s"])
     report = {
         "config": dict(dims, device=args.device, threads=args.threads, batch=1, repetitions=args.reps,
                        decoding="greedy", dtype="float32"),
         "environment": {"torch": torch.__version__, "python": platform.python_version(),
                         "transformers": _version("transformers"), "machine": platform.machine(),
-                        "processor": platform.processor() or None, "cpu_count": os.cpu_count()},
+                        "processor": platform.processor() or None, "cpu_count": os.cpu_count(),
+                        "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else None},
         "results": results, "ratios": ratios, "greedy_tokens_identical_cached_fast_uncached_nanogpt": same,
+        "greedy_tokens_identical_to_cached_static_rows": same_static, "skipped": skipped,
         "targets_met": targets,
     }
     print_table(report, list(table), args.new_tokens)
@@ -211,6 +351,15 @@ def print_table(report, names, lengths):
         print(f"target: {target}: {'met' if met else 'NOT met'}")
     print("greedy tokens identical (cached, fast, uncached, nanoGPT loop):",
           report["greedy_tokens_identical_cached_fast_uncached_nanogpt"])
+    if any(report["greedy_tokens_identical_to_cached_static_rows"].values()):
+        print("greedy tokens of the static rows identical to reference_cached:",
+              report["greedy_tokens_identical_to_cached_static_rows"])
+    largest = str(max(lengths))
+    for key in ("reference_graph / reference_static", "reference_graph / hf_gpt2_static"):
+        if key in report["ratios"].get(largest, {}):
+            print(f"{key} at {largest} new tokens: {report['ratios'][largest][key]:.2f}x")
+    for name, why in report["skipped"].items():
+        print(f"skipped {name}: {why}")
 
 
 def main(argv=None):
