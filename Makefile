@@ -5,7 +5,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install demo test test-fast check release clean
+# the interpreter of `make gpu-report`: PYTHON=... when given (a GPU machine's python3, no venv made),
+# else this checkout's venv if there is one, else python3
+ifneq ($(filter command line environment,$(origin PYTHON)),)
+GPU_PYTHON ?= $(PYTHON)
+endif
+GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
+
+.PHONY: install demo test test-fast check release gpu-report clean
 
 install: $(STAMP)
 
@@ -34,6 +41,9 @@ check: install         ## the quality gate for every assignment
 
 release: install       ## regenerate assignments/ from solutions/
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m grader release
+
+gpu-report:            ## on a CUDA machine: every notebook, the decode benchmark, the gate on the GPU -> out/gpu/report.md (exit 3 without CUDA)
+	$(GPU_PYTHON) tools/gpu_report.py
 
 clean:
 	rm -rf out course .pytest_cache
