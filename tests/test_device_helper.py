@@ -1,0 +1,247 @@
+"""The device helper (issue 14): grader/provided/device.py's pick_device() is copied into every
+notebook's setup cell, tries cuda, then mps, by running a tiny operation, and falls back to the
+CPU with a one-line reason when a GPU that torch reports as available cannot run (a P100 under a
+torch build without kernels for it: "no kernel image is available"). Fast: no kernel, no GPU."""
+import re
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader import notebook as nbtools
+from grader.release import (DEVICE_BEGIN, DEVICE_CALL, DEVICE_END, ReleaseError, apply_device_helper,
+                            device_helper_problem, device_helper_source, device_setup_cell,
+                            stale_device_helpers)
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = (sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb")) + sorted((REPO / "solutions").glob("*/*.ipynb"))
+             + sorted((REPO / "assignments").glob("*/*.ipynb")))
+NO_KERNEL_IMAGE = ("CUDA error: no kernel image is available for execution on the device\n"
+                   "CUDA kernel errors might be asynchronously reported at some other API call")
+
+
+def run_helper(torch_module):
+    """Execute the helper's source (exactly what the notebooks carry) with `torch_module` as torch."""
+    namespace = {"torch": torch_module}
+    exec(compile(device_helper_source(), "<device helper>", "exec"), namespace)
+    return namespace["pick_device"]()
+
+
+def fake_torch(cuda=None, mps=None, mps_module=True):
+    """A stand-in for torch: cuda / mps are None (absent), "ok" (works) or an exception the first
+    operation raises. mps_module=False imitates a torch build without torch.backends.mps."""
+    def ones(*shape, device="cpu"):
+        failure = {"cuda": cuda, "mps": mps}.get(device)
+        if isinstance(failure, Exception):
+            raise failure
+        return torch.ones(*shape)
+    backends = types.SimpleNamespace()
+    if mps_module:
+        backends.mps = types.SimpleNamespace(is_available=lambda: mps is not None)
+    return types.SimpleNamespace(
+        ones=ones, backends=backends,
+        cuda=types.SimpleNamespace(is_available=lambda: cuda is not None, get_device_name=lambda: "Fake GPU 80GB"))
+
+
+def test_the_region_is_marked_and_compiles():
+    source = device_helper_source()
+    assert source.startswith(DEVICE_BEGIN) and source.endswith(DEVICE_END)
+    compile(source, "<device helper>", "exec")
+    assert "torch.cuda.is_available" in source and "pick_device" in source
+
+
+def test_a_cuda_device_without_kernels_falls_back_to_cpu(monkeypatch, capsys):
+    # the real torch, told there is a GPU whose first operation fails as a P100 does under a new torch
+    real_ones = torch.ones
+
+    def ones(*args, device=None, **kwargs):
+        if str(device).startswith("cuda"):
+            raise RuntimeError(NO_KERNEL_IMAGE)
+        return real_ones(*args, device=device, **kwargs)
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    monkeypatch.setattr(torch, "ones", ones)
+    assert run_helper(torch) == "cpu"
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("device: cpu (")
+    assert "cuda is unusable (RuntimeError: CUDA error: no kernel image is available" in lines[0]
+    assert "falling back to cpu" in lines[0]
+
+
+def test_the_fallback_with_a_stand_in_torch_without_mps(capsys):
+    assert run_helper(fake_torch(cuda=RuntimeError(NO_KERNEL_IMAGE), mps_module=False)) == "cpu"
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "no kernel image is available" in out and "falling back to cpu" in out
+
+
+def test_a_working_gpu_is_chosen_and_named(capsys):
+    assert run_helper(fake_torch(cuda="ok")) == "cuda"
+    assert capsys.readouterr().out == "device: cuda (Fake GPU 80GB)\n"
+    assert run_helper(fake_torch(mps="ok")) == "mps"
+    assert capsys.readouterr().out == "device: mps (Apple GPU)\n"
+
+
+def test_a_broken_cuda_falls_back_to_a_working_mps(capsys):
+    assert run_helper(fake_torch(cuda=RuntimeError(NO_KERNEL_IMAGE), mps="ok")) == "mps"
+    out = capsys.readouterr().out
+    assert out.startswith("device: mps (cuda is unusable") and "falling back to mps" in out
+    assert run_helper(fake_torch(cuda=AssertionError("Torch not compiled with CUDA enabled"),
+                                 mps=RuntimeError("MPS backend out of memory"))) == "cpu"
+    out = capsys.readouterr().out
+    assert "cuda is unusable (AssertionError" in out and "mps is unusable (RuntimeError" in out
+
+
+def test_on_this_cpu_machine_the_line_is_deterministic(capsys):
+    if torch.cuda.is_available() or torch.backends.mps.is_available():
+        pytest.skip("a GPU is present")
+    assert run_helper(torch) == "cpu"
+    assert capsys.readouterr().out == "device: cpu (no CUDA or MPS device found)\n"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(REPO).parent / p.stem))
+def test_every_notebook_carries_the_current_helper(path):
+    nb = nbtools.read(path)
+    problem = device_helper_problem(nb)
+    assert problem is None, f"{path.relative_to(REPO)}: {problem} (run `python -m grader sync`)"
+    # nothing after the helper asks torch.cuda.is_available() again: a broken GPU must not crash later cells
+    outside = "\n".join(re.sub(re.escape(device_helper_source()), "", cell.source)
+                        for cell in nb.cells if cell.cell_type == "code")
+    assert "cuda.is_available" not in outside, \
+        f"{path.relative_to(REPO)} tests torch.cuda.is_available() outside the helper; test `device == \"cuda\"`"
+
+
+def test_stale_device_helpers_lists_nothing_for_the_lectures():
+    assert stale_device_helpers(sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb"))) == []
+
+
+def _notebook(source):
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# title"), nbformat.v4.new_code_cell(source),
+                nbformat.v4.new_code_cell('x = torch.ones(2, device=device)')]
+    return nb
+
+
+def test_sync_converts_an_old_device_line_and_refreshes_a_stale_region():
+    old = ('import torch\ntorch.manual_seed(0)\n'
+           'device = "cuda" if torch.cuda.is_available() else "cpu"\nprint(device)')
+    nb = _notebook(old)
+    assert "old `device = ...` line" in device_helper_problem(nb)
+    assert apply_device_helper(nb) is True
+    source = device_setup_cell(nb).source
+    assert device_helper_problem(nb) is None
+    assert source.startswith("import torch\ntorch.manual_seed(0)\n" + DEVICE_BEGIN)
+    assert source.endswith(DEVICE_END + "\n" + DEVICE_CALL + "\nprint(device)")
+    assert apply_device_helper(nb) is False                      # idempotent
+
+    edited = source.replace("falling back to", "switching to")   # someone edited the copy
+    nb = _notebook(edited)
+    assert device_helper_problem(nb) == "the device helper differs from grader/provided/device.py"
+    assert apply_device_helper(nb) is True and device_setup_cell(nb).source == source
+
+    nb = _notebook(source.replace("\n" + DEVICE_CALL, ""))       # the call line was lost
+    assert device_helper_problem(nb) is not None
+    apply_device_helper(nb)
+    assert device_setup_cell(nb).source == source
+
+    nb = _notebook(source.replace(DEVICE_END, ""))
+    with pytest.raises(ReleaseError, match="no end marker"):
+        apply_device_helper(nb)
+
+
+def test_a_notebook_that_chooses_no_device_is_reported_not_rewritten():
+    nb = _notebook("import torch")
+    assert device_helper_problem(nb) == "no setup cell chooses a device"
+    assert apply_device_helper(nb) is False
+
+
+# ---- the GPU parts, on a machine without CUDA: they skip cleanly, and `make gpu-report` says why it cannot run
+
+GPU_SKIPS = {"05_flop_io_accounting": 2, "06_kv_cache_decoding": 6}
+
+
+@pytest.mark.parametrize("stem,count", GPU_SKIPS.items())
+def test_the_stored_gpu_cells_skipped_cleanly_on_cpu(stem, count):
+    nb = nbtools.read(REPO / "lectures" / f"{stem}.ipynb")
+    lines = [line for cell in nb.cells if cell.cell_type == "code" for output in cell.outputs
+             for line in str(output.get("text", "")).splitlines() if line.startswith("CPU runtime: ")]
+    assert len(lines) == count and all(line.endswith("skipped.") for line in lines), lines
+
+
+def _gpu_report_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gpu_report", REPO / "tools" / "gpu_report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_lecture_05_prints_the_peaks_line_the_report_reads():
+    source = "\n".join(c.source for c in nbtools.read(REPO / "lectures" / "05_flop_io_accounting.ipynb").cells)
+    assert 'print("PEAKS " + " ".join(f"{k}={v:.4g}" for k, v in gpu_peaks.items()))' in source
+    line = "PEAKS " + " ".join(f"{k}={v:.4g}" for k, v in {"fp32": 5.1e13, "tf32": 3.9e14, "bf16": 7.2e14,
+                                                           "bandwidth": 2.9e12}.items())
+    peaks = _gpu_report_module().parse_peaks("device: cuda\n" + line + "\nmore")
+    assert peaks == {"fp32": 5.1e13, "tf32": 3.9e14, "bf16": 7.2e14, "bandwidth": 2.9e12}
+    assert _gpu_report_module().parse_peaks("no such line") is None
+
+
+def test_the_report_is_written_from_its_parts(tmp_path):
+    report = _gpu_report_module()
+    notebooks = [{"name": "lectures/05_flop_io_accounting.ipynb", "ok": True, "seconds": 12.5, "error": None},
+                 {"name": "solutions/a4_kv_cache/a4_kv_cache.ipynb", "ok": False, "seconds": 3.0,
+                  "error": "CellExecutionError: boom"}]
+    bench_json = {"config": {"prompt_len": 16, "vocab": 1024, "d_model": 256, "n_heads": 4, "n_layers": 4,
+                             "d_ff": 1024, "repetitions": 3},
+                  "results": {"reference_graph": {"512": {"tokens_per_s": 4000.0}},
+                              "hf_gpt2_generate": {"512": {"tokens_per_s": 500.0}},
+                              "hf_gpt2_static": {"512": {"tokens_per_s": 2000.0}}},
+                  "skipped": {"reference_fast": "a reason"}}
+    gate = {"command": "python -m grader check --device cuda --skip-release-run", "status": 0, "seconds": 60,
+            "output": "check: all passed"}
+    path = tmp_path / "report.md"
+    report.write_report(path, {"date": "today", "device": "Fake GPU", "torch": "2.11.0"}, notebooks,
+                        {"fp32": 5e13, "tf32": 4e14, "bf16": 8e14, "bandwidth": 3e12}, ["T = 128: eager"],
+                        gate, {"status": 0, "output": ""}, bench_json, "nbgrader not installed", ok=False)
+    text = path.read_text()
+    for expected in ("# GPU report (FAILED)", "| device | Fake GPU |", "| lectures/05_flop_io_accounting.ipynb | ok | 12.5 |",
+                     "CellExecutionError: boom", "| bf16 | 800.0 | 267 |", "3.00 TB/s", "T = 128: eager",
+                     "| reference_graph | 4000 |", "8.00x HF GPT-2 generate (dynamic cache)",
+                     "2.00x HF GPT-2 with its static cache", "skipped reference_fast: a reason",
+                     "passed (exit status 0", "skipped: nbgrader not installed"):
+        assert expected in text, expected
+
+
+def _no_cuda():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+
+
+def test_gpu_report_without_cuda_says_why_and_exits_3(tmp_path):
+    import subprocess
+    import sys
+    _no_cuda()
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "gpu_report.py"), "--out", str(tmp_path / "gpu")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1 and "torch.cuda.is_available() is False" in lines[0], proc.stdout
+    assert "needs a CUDA GPU" in lines[0] and not (tmp_path / "gpu").exists()
+
+
+def test_make_gpu_report_without_cuda_fails_with_the_message():
+    import shutil
+    import subprocess
+    import sys
+    _no_cuda()
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    proc = subprocess.run(["make", "--no-print-directory", "gpu-report", f"PYTHON={sys.executable}"], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert f"{sys.executable} tools/gpu_report.py" in proc.stdout          # that interpreter, no venv made
+    assert "no usable CUDA device" in proc.stdout and "needs a CUDA GPU" in proc.stdout
+    assert "Error 3" in proc.stderr, proc.stderr

@@ -1,0 +1,158 @@
+"""The minimum Python and torch the README states for the notebooks (issue 14) hold: no notebook,
+and no provided file copied into one, uses a torch API newer than the stated torch, or syntax
+newer than the stated Python; private torch modules are imported only inside a guard that says
+clearly what is missing. Fast: reads files only.
+
+API_INTRODUCED lists torch APIs with the release that introduced them (from the PyTorch release
+notes); add a row when a notebook starts using something recent."""
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from grader import notebook as nbtools
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = (sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb")) + sorted((REPO / "solutions").glob("*/*.ipynb"))
+             + sorted((REPO / "assignments").glob("*/*.ipynb")))
+PROVIDED = sorted((REPO / "grader" / "provided").glob("*.py"))
+
+# (regular expression over the code, torch version that introduced it)
+API_INTRODUCED = [
+    (r"\btorch\.unravel_index\b", "2.2"),
+    (r"\btorch\.utils\.flop_counter\b|\bFlopCounterMode\b", "2.1"),
+    (r"\bscaled_dot_product_attention\b(?=\s*\()", "2.0"),   # F.… / torch.nn.functional.… (not a def)
+    (r"\btorch\.compile\b", "2.0"),
+    (r"\btorch\.mps\.", "2.0"),
+    (r"\btorch\.func\b", "2.0"),
+    (r"\.untyped_storage\(", "2.0"),
+    (r"\btorch\.compiler\b", "2.1"),
+    (r"\btorch\.export\b", "2.1"),
+    (r"\btorch\.float8_e\w+", "2.1"),
+    (r"\btorch\.nn\.attention\b", "2.2"),
+    (r"\bsdpa_kernel\b", "2.3"),
+    (r"\btorch\.get_default_device\b", "2.3"),
+    (r"\btorch\.amp\.GradScaler\b", "2.3"),
+    (r"\bnn\.RMSNorm\b|\brms_norm\b", "2.4"),
+    (r"\btorch\.library\.custom_op\b", "2.4"),
+    (r"\badd_safe_globals\b", "2.4"),
+    (r"\bnn\.Buffer\b", "2.5"),
+    (r"\bflex_attention\b", "2.5"),
+    (r"\btorch\.accelerator\b", "2.6"),
+    (r"\btorch\.cuda\.(CUDAGraph|graph)\b", "1.10"),
+    (r"\btorch\.cuda\.is_bf16_supported\b", "1.10"),
+    (r"\btorch\.set_float32_matmul_precision\b", "1.12"),
+    (r"\btorch\.inference_mode\b", "1.9"),
+]
+# (regular expression, Python version that introduced it): what ast's feature_version does not see
+PYTHON_INTRODUCED = [
+    (r"\bimport tomllib\b", "3.11"), (r"\bdatetime\.UTC\b", "3.11"), (r"\btyping\.Self\b", "3.11"),
+    (r"\bmath\.(cbrt|exp2)\b", "3.11"), (r"\bitertools\.batched\b", "3.12"), (r"\btyping\.override\b", "3.12"),
+    (r"\bexcept\s*\*", "3.11"),
+]
+
+
+def _version(text):
+    return tuple(int(part) for part in text.split("."))
+
+
+def _stated(what):
+    readme = (REPO / "README.md").read_text()
+    match = re.search(rf"\*\*{what} (\d+\.\d+) or newer\*\*", readme)
+    assert match, f"the README states no minimum {what} ('**{what} X.Y or newer**')"
+    return match.group(1)
+
+
+def _sources():
+    """(label, code) of every notebook's code cells and of every provided file."""
+    out = []
+    for path in NOTEBOOKS:
+        nb = nbtools.read(path)
+        code = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
+        out.append((str(path.relative_to(REPO)), code))
+    out += [(str(path.relative_to(REPO)), path.read_text()) for path in PROVIDED]
+    return out
+
+
+SOURCES = _sources()
+
+
+def test_the_readme_states_the_minimums():
+    assert _version(_stated("torch")) >= (2, 0)
+    assert _version(_stated("Python")) >= (3, 8)
+
+
+@pytest.mark.parametrize("label,code", SOURCES, ids=[label for label, _ in SOURCES])
+def test_no_torch_api_newer_than_the_stated_minimum(label, code):
+    minimum = _version(_stated("torch"))
+    newer = [f"{re.search(pattern, code).group(0)} (torch {version})" for pattern, version in API_INTRODUCED
+             if _version(version) > minimum and re.search(pattern, code)]
+    assert not newer, (f"{label} uses {', '.join(newer)}, newer than the README's torch {_stated('torch')}: "
+                       "raise the stated minimum (README, Requirements) or avoid the API")
+
+
+@pytest.mark.parametrize("label,code", SOURCES, ids=[label for label, _ in SOURCES])
+def test_no_python_newer_than_the_stated_minimum(label, code):
+    minimum = _version(_stated("Python"))
+    lines = [line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))]   # IPython magics
+    try:
+        ast.parse("\n".join(lines), feature_version=minimum[:2])
+    except SyntaxError as error:
+        pytest.fail(f"{label} does not parse as Python {_stated('Python')}: {error}")
+    newer = [f"{re.search(p, code).group(0)} (Python {v})" for p, v in PYTHON_INTRODUCED
+             if _version(v) > minimum and re.search(p, code)]
+    assert not newer, f"{label} uses {', '.join(newer)}, newer than the README's Python {_stated('Python')}"
+
+
+def _private_torch_imports(tree):
+    """(line, module) of each import of a private torch module (a dotted part starting with _)."""
+    found = []
+    for node in ast.walk(tree):
+        modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        for module in modules:
+            parts = module.split(".")
+            if parts[0] == "torch" and any(part.startswith("_") for part in parts[1:]):
+                found.append((node, module))
+    return found
+
+
+def _guarded(tree, node):
+    """Inside a try whose handler catches ImportError (or broader) and raises or prints a message."""
+    for parent in ast.walk(tree):
+        if not isinstance(parent, ast.Try) or not any(node is n for stmt in parent.body for n in ast.walk(stmt)):
+            continue
+        for handler in parent.handlers:
+            names = [handler.type] if not isinstance(handler.type, ast.Tuple) else handler.type.elts
+            catches = handler.type is None or any(
+                isinstance(n, ast.Name) and n.id in {"ImportError", "ModuleNotFoundError", "Exception"}
+                for n in names)
+            says = any(isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and getattr(n.func, "id", getattr(
+                n.func, "attr", "")) in {"print", "warn"}) for stmt in handler.body for n in ast.walk(stmt))
+            if catches and says:
+                return True
+    return False
+
+
+@pytest.mark.parametrize("label,code", SOURCES, ids=[label for label, _ in SOURCES])
+def test_private_torch_modules_are_imported_behind_a_clear_guard(label, code):
+    lines = [line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    tree = ast.parse("\n".join(lines))
+    unguarded = [f"line {node.lineno}: {module}" for node, module in _private_torch_imports(tree)
+                 if not _guarded(tree, node)]
+    assert not unguarded, (f"{label} imports a private torch module without a guard ({'; '.join(unguarded)}): "
+                           "wrap it in try/except ImportError and raise an ImportError that names the module, "
+                           "the torch version found and the minimum the README states")
+
+
+def test_the_guard_detector():
+    guarded = ("try:\n    from torch.utils._python_dispatch import TorchDispatchMode\n"
+               "except ImportError as error:\n    raise ImportError('needs torch >= 2.2') from error\n")
+    silent = "try:\n    from torch._C import foo\nexcept ImportError:\n    foo = None\n"
+    bare = "from torch.utils._python_dispatch import TorchDispatchMode\n"
+    public = "from torch.utils.flop_counter import FlopCounterMode\n"
+    for source, expected in ((guarded, []), (silent, ["torch._C"]), (bare, ["torch.utils._python_dispatch"]),
+                             (public, [])):
+        tree = ast.parse(source)
+        assert [m for n, m in _private_torch_imports(tree) if not _guarded(tree, n)] == expected, source
