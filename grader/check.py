@@ -4,7 +4,11 @@
       grader and scores zero on every auto-graded cell;
   (c) assignments/<id> is exactly what `release` would write now, and provided cells match
       grader/provided/;
-  (d) every mutant in the catalogue loses points (in the cells it names), the solution none.
+  (d) every mutant in the catalogue loses points (in the cells it names), the solution none;
+  (e) the solution and every correct alternative (alternatives/<id>.py) keep every point under
+      five different random-number-generator perturbations: a correct student never loses a
+      point for writing it differently, or for drawing random numbers differently.
+With `device="cuda"`, (a), (d) and (e) run with tensors created on that device by default.
 """
 import tempfile
 import time
@@ -17,11 +21,13 @@ from . import notebook as nbtools
 from .course import SOURCE_DIR
 from .inprocess import run_in_process
 from .judge import judge_notebook
-from .mutants import load_catalogue
+from .mutants import load_alternatives, load_catalogue
 from .release import release_differences, stale_provided_cells
 from .trace import solution_trace
 
 MIN_MUTANTS = 12
+MIN_ALTERNATIVES = 4
+RNG_SEEDS = (11, 23, 37, 51, 77)   # five random-number-generator perturbations (see run_in_process)
 
 
 @dataclass
@@ -36,6 +42,7 @@ class AssignmentReport:
     assignment_id: str
     results: list = field(default_factory=list)
     mutants: list = field(default_factory=list)   # (name, bug, lost points, failed cells, ok)
+    alternatives: list = field(default_factory=list)   # (name, how, lost points, first failure or "")
     seconds: float = 0.0
 
     @property
@@ -43,14 +50,14 @@ class AssignmentReport:
         return all(r.ok for r in self.results)
 
 
-def check_assignment(assignment_id, run_release=True, progress=True):
+def check_assignment(assignment_id, run_release=True, progress=True, device=None):
     started = time.time()
     report = AssignmentReport(assignment_id)
     source = nbtools.read(nbtools.notebook_path(SOURCE_DIR, assignment_id))
     points = {nbtools.grade_id(c): nbtools.points(c) for c in nbtools.test_cells(source)}
     full = sum(points.values())
 
-    trace = solution_trace(assignment_id)
+    trace = solution_trace(assignment_id, device)
     solution_records = {gid: {**rec, "observations": [dict(o) for o in rec["observations"]]}
                         for gid, rec in trace.records.items()}
     verdicts = judge_notebook(trace, solution_records)
@@ -60,21 +67,30 @@ def check_assignment(assignment_id, run_release=True, progress=True):
                                       f"{full:g}/{full:g}" if not failed and not errors
                                       else "; ".join(failed + errors)[:500]))
 
-    if run_release:
+    if run_release and device is None:
         report.results.append(_check_release_scores_zero(assignment_id, full))
+    if device is None:   # (b) and (c) do not depend on the device: CI proves them on the CPU
+        report.results.append(_check_up_to_date(assignment_id, source))
+    _check_mutants(assignment_id, source, trace, points, device, progress, report)
+    report.results.append(_check_alternatives(assignment_id, source, trace, points, device, progress, report))
+    report.seconds = time.time() - started
+    return report
 
+
+def _check_up_to_date(assignment_id, source):
     stale = stale_provided_cells(source)
     differing = release_differences(assignment_id)
     problems = [f"provided cell {g} differs from grader/provided/{f} (run `python -m grader sync`)"
                 for g, f in stale] + [f"assignments/{assignment_id}/{name} is stale (run `python -m grader release`)"
                                       for name in differing]
-    report.results.append(CheckResult("(c) release and provided cells up to date", not problems,
-                                      "; ".join(problems) or "identical"))
+    return CheckResult("(c) release and provided cells up to date", not problems, "; ".join(problems) or "identical")
 
+
+def _check_mutants(assignment_id, source, trace, points, device, progress, report):
     catalogue = load_catalogue(assignment_id)
     survivors = []
     for mutant in tqdm(catalogue, desc=f"mutants {assignment_id}", unit="mutant", disable=not progress):
-        records, _ = run_in_process(source, [(mutant.replaces, mutant.source)])
+        records, _ = run_in_process(source, [(mutant.replaces, mutant.source)], device=device)
         failed_cells = [v.grade_id for v in judge_notebook(trace, records) if not v.passed]
         lost = sum(points[g] for g in failed_cells)
         missed = [g for g in mutant.fails if g not in failed_cells]
@@ -87,8 +103,35 @@ def check_assignment(assignment_id, run_release=True, progress=True):
         f"(d) every mutant loses points ({len(catalogue)} mutants)", not survivors and enough,
         "; ".join(survivors) if survivors else ("all caught" if enough else f"only {len(catalogue)} mutants, "
                                                  f"the catalogue needs at least {MIN_MUTANTS}")))
-    report.seconds = time.time() - started
-    return report
+
+
+def _check_alternatives(assignment_id, source, trace, points, device, progress, report):
+    """(e): the solution and each alternative, under every RNG perturbation, keep full marks."""
+    alternatives = load_alternatives(assignment_id)
+    candidates = [("(reference solution)", "the solution itself", [])] + [
+        (a.name, a.how, [(a.replaces, a.source)]) for a in alternatives]
+    losers = []
+    for name, how, replacements in tqdm(candidates, desc=f"alternatives {assignment_id}", unit="alternative",
+                                        disable=not progress):
+        lost, failure = 0.0, ""
+        for seed in RNG_SEEDS:
+            records, errors = run_in_process(source, replacements, rng_seed=seed, device=device)
+            failed = [v for v in judge_notebook(trace, records) if not v.passed]
+            if failed or errors:
+                lost = max(lost, sum(points[v.grade_id] for v in failed))
+                failure = failure or (f"RNG seed {seed}: " + "; ".join(
+                    [f"{v.grade_id}: {v.message}" for v in failed]
+                    + [f"cell {i}: {e['type']}: {e['message']}" for i, e in errors]))
+        report.alternatives.append((name, how, lost, failure))
+        if failure:
+            losers.append(f"{name} loses {lost:g} points ({failure[:300]})")
+    enough = len(alternatives) >= MIN_ALTERNATIVES
+    return CheckResult(
+        f"(e) correct alternatives keep full marks ({len(alternatives)} alternatives + the solution, "
+        f"{len(RNG_SEEDS)} RNG seeds each)", not losers and enough,
+        "; ".join(losers) if losers else ("all keep full marks" if enough else
+                                          f"only {len(alternatives)} alternatives, the catalogue needs at least "
+                                          f"{MIN_ALTERNATIVES}"))
 
 
 def _check_release_scores_zero(assignment_id, full):
@@ -120,4 +163,11 @@ def format_report(report):
         lines.append("  mutants:")
         for name, bug, lost, cells, ok in report.mutants:
             lines.append(f"    {'caught  ' if ok else 'MISSED  '}{name.ljust(width)}  -{lost:g} pts  {bug}")
+    if report.alternatives:
+        width = max(len(a[0]) for a in report.alternatives)
+        lines.append("  correct alternatives:")
+        for name, how, lost, failure in report.alternatives:
+            lines.append(f"    {'full    ' if not failure else 'LOSES   '}{name.ljust(width)}  -{lost:g} pts  {how}")
+            if failure:
+                lines.append(f"        {failure[:400]}")
     return "\n".join(lines)

@@ -36,7 +36,8 @@ def cmd_check(args):
     from .check import check_assignment, format_report
     ok = True
     for aid in _ids(args.ids):
-        report = check_assignment(aid, run_release=not args.skip_release_run, progress=not args.quiet)
+        report = check_assignment(aid, run_release=not args.skip_release_run, progress=not args.quiet,
+                                  device=args.device)
         print(format_report(report))
         ok &= report.ok
     print("check: " + ("all passed" if ok else "FAILED"))
@@ -104,6 +105,8 @@ def main(argv=None):
     p = verbs.add_parser("check", help="quality gate: solution full, release zero, release fresh, mutants caught")
     p.add_argument("ids", nargs="*")
     p.add_argument("--skip-release-run", action="store_true", help="skip (b), the kernel run of the release")
+    p.add_argument("--device", default=None,
+                   help="create the tests' tensors on this device, e.g. cuda (default: cpu)")
     p.add_argument("--quiet", action="store_true"); p.set_defaults(run=cmd_check)
     p = verbs.add_parser("autograde", help="grade a folder, submitted/ layout or zip of notebooks")
     p.add_argument("id"); p.add_argument("submissions")

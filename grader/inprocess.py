@@ -5,6 +5,7 @@ only the time of its own cells.
 Never used for student code: that runs in its own kernel (grader/stages/execute.py).
 """
 import contextlib
+import functools
 import io
 import linecache
 import os
@@ -16,15 +17,24 @@ from .runtime.record import TestRecorder, describe_exception
 from .sandbox import GRADED_RUN_ENV
 
 
-def run_in_process(nb, replacements=(), keep_expected=False):
+def run_in_process(nb, replacements=(), keep_expected=False, rng_seed=None, device=None):
     """Execute the code cells in order; test cells go through the recorder.
 
     replacements: (names, source) pairs; after the cell that defines any of `names`, `source`
     is executed too, so the names are rebound (how a mutant replaces a function).
+    rng_seed: stand in for a correct student whose code draws on the global random number
+    generator differently from the reference (another initialisation, layers created in
+    another order): after every answer cell the generator is reseeded from `rng_seed`, and each
+    function or class an answer cell defines draws a few numbers from it whenever it is called.
+    A test whose verdict changes under this depends on the student's state, not on their answer.
+    device: create tensors there unless told otherwise (`with torch.device(device)`), so the
+    tests run on a GPU too (`grader check --device cuda`).
     Returns (records by grade id, errors of non-test cells as (cell index, description)).
     """
-    with _environment(**GRADED_RUN_ENV):
-        return _run(nb, replacements, keep_expected)
+    import torch
+
+    with _environment(**GRADED_RUN_ENV), (torch.device(device) if device else contextlib.nullcontext()):
+        return _run(nb, replacements, keep_expected, rng_seed)
 
 
 @contextlib.contextmanager
@@ -43,7 +53,38 @@ def _environment(**values):
                 os.environ[name] = value
 
 
-def _run(nb, replacements, keep_expected):
+def _draws_randomness(obj, count):
+    """`obj` (a function or class) drawing `count` numbers from the global generator per call."""
+    import torch
+
+    if isinstance(obj, type):
+        original_init = obj.__init__
+
+        @functools.wraps(original_init)
+        def __init__(self, *args, **kwargs):
+            torch.rand(count)
+            original_init(self, *args, **kwargs)
+        obj.__init__ = __init__
+        return obj
+    if callable(obj):
+        @functools.wraps(obj)
+        def wrapper(*args, **kwargs):
+            torch.rand(count)
+            return obj(*args, **kwargs)
+        return wrapper
+    return obj
+
+
+def _perturb_rng(namespace, names, rng_seed, index):
+    import torch
+
+    for offset, name in enumerate(sorted(names)):
+        if name in namespace:
+            namespace[name] = _draws_randomness(namespace[name], 1 + (rng_seed + index + offset) % 5)
+    torch.manual_seed(1000 * rng_seed + index)
+
+
+def _run(nb, replacements, keep_expected, rng_seed=None):
     import matplotlib
     import matplotlib.pyplot as plt
 
@@ -74,6 +115,8 @@ def _run(nb, replacements, keep_expected):
             for names, source in [item for item in pending if defined & set(item[0])]:
                 exec(compile(source, f"<replacement {','.join(names)}>", "exec"), namespace)
                 pending.remove((names, source))
+            if rng_seed is not None and nbtools.is_answer_cell(cell):
+                _perturb_rng(namespace, defined, rng_seed, index)
             plt.close("all")
     if pending:
         missing = sorted({name for names, _ in pending for name in names})

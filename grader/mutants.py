@@ -1,4 +1,6 @@
-"""The mutation catalogue: realistic wrong implementations, each named after its bug.
+"""The mutation catalogue: realistic wrong implementations, each named after its bug; and its
+dual, the catalogue of alternatives: correct implementations written differently from the
+reference, each of which must keep every point.
 
 A catalogue is mutants/<assignment id>.py. Each mutant is an ordinary function or class,
 decorated with the name it replaces and the bug it stands for:
@@ -10,6 +12,15 @@ decorated with the name it replaces and the bug it stands for:
 `grader check` runs the solution notebook in-process with the mutant swapped in right after
 the cell that defines the original, judges it exactly as a submission is judged, and fails
 unless the mutant loses points. `fails=(grade ids)` pins down which test cells must catch it.
+
+A catalogue of alternatives is alternatives/<assignment id>.py, written the same way:
+
+    @alternative("scaled_dot_product_attention", "einsum scores, torch.where mask, float64 inside")
+    def einsum_where_float64(q, k, v, mask=None):
+        ...
+
+`grader check` runs each one as it runs a mutant and fails if it loses any point: a test that
+takes points from correct work written another way is a wrong test.
 """
 import ast
 import importlib.util
@@ -20,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CATALOGUE_DIR = Path(__file__).resolve().parent.parent / "mutants"
+ALTERNATIVES_DIR = Path(__file__).resolve().parent.parent / "alternatives"
 
 
 @dataclass
@@ -31,10 +43,26 @@ class Mutant:
     fails: tuple = ()
 
 
+@dataclass
+class Alternative:
+    name: str
+    replaces: tuple
+    how: str      # how it differs from the reference solution
+    source: str
+
+
 def mutant(replaces, bug, fails=()):
     """Mark a function or class as a mutant of `replaces` (a name, or a tuple of names)."""
     def mark(obj):
         obj.__mutant__ = (replaces if isinstance(replaces, tuple) else (replaces,), bug, tuple(fails))
+        return obj
+    return mark
+
+
+def alternative(replaces, how):
+    """Mark a function or class as a correct alternative to `replaces` (a name, or a tuple)."""
+    def mark(obj):
+        obj.__alternative__ = (replaces if isinstance(replaces, tuple) else (replaces,), how)
         return obj
     return mark
 
@@ -48,12 +76,12 @@ def _rebinding_source(obj, target, preamble):
 
 
 def _preamble(path):
-    """The catalogue's imports and private helpers (names starting with _), which a mutant
-    may use: they are executed in the notebook's namespace before the mutant itself."""
+    """The catalogue's imports and private helpers (functions and classes whose names start
+    with _), which an entry may use: executed in the notebook's namespace before the entry."""
     tree = ast.parse(Path(path).read_text())
     kept = [node for node in tree.body
             if (isinstance(node, (ast.Import, ast.ImportFrom)) and not _is_grader_import(node))
-            or (isinstance(node, ast.FunctionDef) and node.name.startswith("_"))]
+            or (isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name.startswith("_"))]
     return "".join(ast.unparse(node) + "\n" for node in kept)
 
 
@@ -62,20 +90,31 @@ def _is_grader_import(node):
     return (module or "").split(".")[0] == "grader"
 
 
-def load_catalogue(assignment_id, directory=CATALOGUE_DIR):
-    path = Path(directory) / f"{assignment_id}.py"
+def _entries(path, marker):
+    """(object name, marker value, source that rebinds the replaced names) for each marked entry."""
     if not path.exists():
         return []
-    spec = importlib.util.spec_from_file_location(f"mutants_{assignment_id}", path)
+    spec = importlib.util.spec_from_file_location(f"{path.parent.name}_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # inspect finds a class's source through its module
     spec.loader.exec_module(module)
     preamble = _preamble(path)
     found = []
     for name, obj in vars(module).items():
-        if hasattr(obj, "__mutant__") and getattr(obj, "__module__", None) == module.__name__:
-            replaces, bug, fails = obj.__mutant__
+        if hasattr(obj, marker) and getattr(obj, "__module__", None) == module.__name__:
+            value = getattr(obj, marker)
+            replaces = value[0]
             source = _rebinding_source(obj, replaces[0], preamble)
             source += "".join(f"\n{other} = {replaces[0]}" for other in replaces[1:])
-            found.append(Mutant(name, replaces, bug, source, fails))
+            found.append((name, value, source))
     return found
+
+
+def load_catalogue(assignment_id, directory=CATALOGUE_DIR):
+    return [Mutant(name, replaces, bug, source, fails)
+            for name, (replaces, bug, fails), source in _entries(Path(directory) / f"{assignment_id}.py", "__mutant__")]
+
+
+def load_alternatives(assignment_id, directory=ALTERNATIVES_DIR):
+    return [Alternative(name, replaces, how, source)
+            for name, (replaces, how), source in _entries(Path(directory) / f"{assignment_id}.py", "__alternative__")]

@@ -21,6 +21,11 @@ def is_test_cell(cell):
     return cell.get("cell_type") == "code" and meta.get("grade", False) and not meta.get("solution", False)
 
 
+def is_answer_cell(cell):
+    """A code cell the student writes (nbgrader's solution cell)."""
+    return cell.get("cell_type") == "code" and bool(nbgrader_meta(cell).get("solution", False))
+
+
 def is_written_answer(cell):
     meta = nbgrader_meta(cell)
     return cell.get("cell_type") == "markdown" and meta.get("grade", False) and meta.get("solution", False)

@@ -9,7 +9,7 @@ from .judge import Trace
 
 
 @lru_cache(maxsize=None)
-def solution_trace(assignment_id):
+def solution_trace(assignment_id, device=None):
     nb = nbtools.read(nbtools.notebook_path(SOURCE_DIR, assignment_id))
-    records, errors = run_in_process(nb, keep_expected=True)
+    records, errors = run_in_process(nb, keep_expected=True, device=device)
     return Trace(records, errors)

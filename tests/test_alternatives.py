@@ -1,0 +1,92 @@
+"""The dual of the mutation catalogue (issue 17): what makes a test take points from correct work,
+and the tools that catch it. The catalogues themselves run in `grader check` (tests/test_check.py)."""
+import nbformat
+import torch
+import torch.nn as nn
+from nbformat.v4 import new_code_cell, new_notebook
+
+from grader.course import assignment_ids
+from grader.inprocess import run_in_process
+from grader.judge import Trace, judge_notebook
+from grader.mutants import load_alternatives
+from grader.provided import checks_source
+
+
+def _cell(source, **nbgrader):
+    return new_code_cell(source, metadata={"nbgrader": nbgrader} if nbgrader else {})
+
+
+def _notebook(test_source):
+    """A tiny assignment: the check helpers, one answer cell, one graded test cell."""
+    return new_notebook(cells=[
+        _cell("import torch\ntorch.manual_seed(0)"),
+        _cell(checks_source()),
+        _cell("def double(x):\n    return 2 * x", solution=True, grade=False, grade_id="answer"),
+        _cell(test_source, grade=True, solution=False, grade_id="test_double", points=1),
+    ])
+
+
+def _verdicts(nb, rng_seed):
+    records, errors = run_in_process(nb, keep_expected=True)
+    trace = Trace(records, errors)
+    student, _ = run_in_process(nb, rng_seed=rng_seed)
+    return judge_notebook(trace, student)
+
+
+def test_a_test_fed_by_the_global_generator_is_flagged():
+    # The expected value comes from the reference's run; a student whose code drew one more random
+    # number gets another x, and loses the point although `double` is right.
+    nb = _notebook("x = torch.randn(3)\ncheck_close(double(x), 2 * x, 'double of x')")
+    assert all(v.passed for v in _verdicts(nb, rng_seed=None))
+    assert not any(v.passed for v in _verdicts(nb, rng_seed=11))
+
+
+def test_a_test_with_its_own_seed_holds_under_every_perturbation():
+    nb = _notebook("x = seeded_randn(3, seed=5)\ncheck_close(double(x), 2 * x, 'double of x')")
+    for seed in (11, 23, 37):
+        assert all(v.passed for v in _verdicts(nb, rng_seed=seed))
+
+
+def _helpers():
+    namespace = {}
+    exec(compile(checks_source(), "<checks>", "exec"), namespace)
+    return namespace
+
+
+class _Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear1 = nn.Linear(3, 4)
+        self.linear2 = nn.Linear(4, 3)
+
+
+class _Aliased(nn.Module):
+    """The same layers kept in an nn.Sequential registered first: PyTorch names them net.0, net.2."""
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 3))
+        self.linear1, self.linear2 = self.net[0], self.net[2]
+
+
+def test_randomized_weights_do_not_depend_on_aliases():
+    randomize = _helpers()["randomize_parameters_"]
+    plain, aliased = randomize(_Plain(), seed=3), randomize(_Aliased(), seed=3)
+    for name in ("linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"):
+        assert torch.equal(plain.get_parameter(name), aliased.get_parameter(name)), name
+
+
+def test_seeded_inputs_are_the_same_whatever_the_global_generator_did():
+    helpers = _helpers()
+    draw = lambda: (helpers["seeded_randn"](2, 3, seed=7),
+                    torch.randint(0, 9, (5,), generator=helpers["seeded_generator"](7)))
+    before = draw()
+    torch.rand(100)
+    after = draw()
+    assert torch.equal(before[0], after[0]) and torch.equal(before[1], after[1])
+
+
+def test_every_assignment_has_a_catalogue_of_alternatives():
+    for assignment_id in assignment_ids():
+        alternatives = load_alternatives(assignment_id)
+        assert len(alternatives) >= 4, assignment_id
+        assert all(a.how and a.source for a in alternatives)
