@@ -13,19 +13,35 @@ class CheckFailed(AssertionError):
     """A test found a difference between your result and the expected one."""
 
 
-def seeded_randn(*shape, seed, dtype=torch.float32, device="cpu"):
-    """Standard-normal tensor that depends only on `seed` (not on the global RNG)."""
+def seeded_randn(*shape, seed, dtype=torch.float32, device=None):
+    """Standard-normal tensor that depends only on `seed` (not on the global RNG). Drawn on the
+    CPU, so the numbers are the same on every machine, then moved to `device` (default: where
+    new tensors go, normally the CPU)."""
     generator = torch.Generator().manual_seed(seed)
-    return torch.randn(*shape, generator=generator, dtype=dtype).to(device)
+    values = torch.randn(*shape, generator=generator, dtype=dtype, device="cpu")
+    return values.to(torch.empty(0).device if device is None else device)
+
+
+def seeded_generator(seed):
+    """A torch.Generator seeded with `seed`, on the device where new tensors go (normally the CPU),
+    so the numbers drawn with it (torch.randint, torch.multinomial, ...) are created there too."""
+    return torch.Generator(device=torch.empty(0).device).manual_seed(seed)
 
 
 def randomize_parameters_(module, seed, scale=0.5):
-    """Fill every parameter of `module` from `seed` and its own name, so a test knows the
-    weights whatever order the layers were created in."""
+    """Fill every parameter of `module` from `seed` and its name, so a test knows the weights
+    whatever order the layers were created in. Use it only where the task fixes every name
+    (e.g. `q_proj`, `blocks`, `lm_head`). A parameter reachable under several names (a layer
+    kept as `self.linear1` and inside an `nn.Sequential` too) is filled from its shortest name."""
+    names = {}
+    for name, parameter in module.named_parameters(remove_duplicate=False):
+        known = names.get(id(parameter))
+        if known is None or name.count(".") < known[0].count("."):
+            names[id(parameter)] = (name, parameter)
     with torch.no_grad():
-        for name, parameter in module.named_parameters():
+        for name, parameter in names.values():
             values = seeded_randn(*parameter.shape, seed=seed + zlib.crc32(name.encode()))
-            parameter.copy_(scale * values)
+            parameter.copy_(scale * values.to(parameter.device, parameter.dtype))
     return module
 
 
