@@ -133,7 +133,10 @@ def execute_notebooks(paths, out_dir, cell_timeout, log):
             started, error = time.perf_counter(), None
             try:
                 client.execute()
-            except (CellExecutionError, CellTimeoutError) as exc:
+            except CellExecutionError as exc:   # the error itself, then the start of the cell that raised it
+                source = str(exc).split("------------------")[1] if str(exc).count("------------------") >= 2 else ""
+                error = f"{exc.ename}: {_first_lines(exc.evalue, 4)}\nin the cell:\n{_first_lines(source, 8)}"
+            except CellTimeoutError as exc:
                 error = _first_lines(str(exc), 12)
             except Exception as exc:  # noqa: BLE001 - a kernel that died, a missing kernelspec...
                 error = f"{type(exc).__name__}: {_first_lines(str(exc), 6)}"
