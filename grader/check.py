@@ -10,11 +10,15 @@
       point for writing it differently, or for drawing random numbers differently.
 With `device="cuda"`, (a), (d) and (e) run with tensors created on that device by default.
 """
+import io
+import multiprocessing
+import os
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
 from tqdm.auto import tqdm
 
 from . import notebook as nbtools
@@ -28,6 +32,7 @@ from .trace import solution_trace
 MIN_MUTANTS = 12
 MIN_ALTERNATIVES = 4
 RNG_SEEDS = (11, 23, 37, 51, 77)   # five random-number-generator perturbations (see run_in_process)
+JOB_TIMEOUT = 120                  # seconds for one isolated job (a candidate's runs) on a GPU
 
 
 @dataclass
@@ -86,11 +91,51 @@ def _check_up_to_date(assignment_id, source):
     return CheckResult("(c) release and provided cells up to date", not problems, "; ".join(problems) or "identical")
 
 
+def _runs(assignment_id, source, jobs, device, desc, progress):
+    """Run each job, (replacements, RNG seeds), once per seed (once without a seed when there are
+    none); yields [(records, errors), ...] per job, in order. On the CPU the jobs run here, one after
+    another. On a GPU each job runs in a fresh process: a wrong implementation can trip a
+    device-side assert (an index out of range, say), after which the process's CUDA context fails
+    every later call, so it must not be shared with the next candidate."""
+    bar = tqdm(total=len(jobs), desc=desc, unit="run", disable=not progress)
+    if device is None:
+        for replacements, seeds in jobs:
+            yield [run_in_process(source, replacements, rng_seed=seed, device=device) for seed in seeds or (None,)]
+            bar.update()
+    else:
+        workers = max(1, min(12, (os.cpu_count() or 2) - 1))
+        pool = multiprocessing.get_context("spawn").Pool(workers, maxtasksperchild=1)
+        try:
+            pending = [pool.apply_async(_isolated_runs, (assignment_id, replacements, seeds, device))
+                       for replacements, seeds in jobs]
+            for (replacements, seeds), result in zip(jobs, pending):
+                try:
+                    yield torch.load(io.BytesIO(result.get(timeout=JOB_TIMEOUT)), weights_only=True)
+                except multiprocessing.TimeoutError:
+                    stuck = {"type": "TimeoutError", "message": f"the run took over {JOB_TIMEOUT} s"}
+                    yield [({}, [(-1, stuck)])] * len(seeds or (None,))
+                bar.update()
+        finally:
+            pool.terminate()   # a stuck run's process too
+    bar.close()
+
+
+def _isolated_runs(assignment_id, replacements, seeds, device):
+    """_runs' job in a process of its own. The records go back as torch.save bytes: torch would
+    otherwise pass tensors through shared memory that dies with this short-lived process."""
+    source = nbtools.read(nbtools.notebook_path(SOURCE_DIR, assignment_id))
+    runs = [run_in_process(source, replacements, rng_seed=seed, device=device) for seed in seeds or (None,)]
+    buffer = io.BytesIO()
+    torch.save(runs, buffer)
+    return buffer.getvalue()
+
+
 def _check_mutants(assignment_id, source, trace, points, device, progress, report):
     catalogue = load_catalogue(assignment_id)
     survivors = []
-    for mutant in tqdm(catalogue, desc=f"mutants {assignment_id}", unit="mutant", disable=not progress):
-        records, _ = run_in_process(source, [(mutant.replaces, mutant.source)], device=device)
+    jobs = [([(mutant.replaces, mutant.source)], ()) for mutant in catalogue]
+    for mutant, [(records, _)] in zip(catalogue, _runs(assignment_id, source, jobs, device,
+                                                         f"mutants {assignment_id}", progress)):
         failed_cells = [v.grade_id for v in judge_notebook(trace, records) if not v.passed]
         lost = sum(points[g] for g in failed_cells)
         missed = [g for g in mutant.fails if g not in failed_cells]
@@ -111,11 +156,11 @@ def _check_alternatives(assignment_id, source, trace, points, device, progress, 
     candidates = [("(reference solution)", "the solution itself", [])] + [
         (a.name, a.how, [(a.replaces, a.source)]) for a in alternatives]
     losers = []
-    for name, how, replacements in tqdm(candidates, desc=f"alternatives {assignment_id}", unit="alternative",
-                                        disable=not progress):
+    jobs = [(replacements, RNG_SEEDS) for _, _, replacements in candidates]
+    outcomes = _runs(assignment_id, source, jobs, device, f"alternatives {assignment_id}", progress)
+    for (name, how, _), runs in zip(candidates, outcomes):
         lost, failure = 0.0, ""
-        for seed in RNG_SEEDS:
-            records, errors = run_in_process(source, replacements, rng_seed=seed, device=device)
+        for seed, (records, errors) in zip(RNG_SEEDS, runs):
             failed = [v for v in judge_notebook(trace, records) if not v.passed]
             if failed or errors:
                 lost = max(lost, sum(points[v.grade_id] for v in failed))
