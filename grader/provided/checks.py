@@ -201,7 +201,11 @@ def check_no_forbidden_calls(function, *args, what, **kwargs):
     """Run function(*args) and check it does not use PyTorch's built-in attention: every torch
     function it calls, and every low-level operator those dispatch, is looked at."""
     from torch.overrides import TorchFunctionMode
-    from torch.utils._python_dispatch import TorchDispatchMode
+    try:   # a private module: present from torch 2.2 on (the course's minimum), but it may move
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except ImportError as error:
+        raise ImportError(f"check_no_forbidden_calls needs torch.utils._python_dispatch (torch >= 2.2); "
+                          f"this is torch {torch.__version__}: install a torch the course supports") from error
 
     names = []
 
