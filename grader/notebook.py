@@ -8,7 +8,9 @@ from nbformat.reader import NotJSONError
 
 
 def nbgrader_meta(cell):
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+    """The cell's nbgrader metadata; {} when it has none, or something that is not a dict."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta if isinstance(meta, dict) else {}
 
 
 def grade_id(cell):

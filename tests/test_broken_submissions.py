@@ -122,6 +122,19 @@ def build_corpus(folder):
             cell.cell_type = "markdown"
             cell.pop("outputs", None); cell.pop("execution_count", None)
     add("changed_cell_type", retyped, "graded", full, "cell types restored")
+    extra = perfect_submission(AID)
+    own_test = nbformat.v4.new_code_cell("assert scaled_dot_product_attention is not None")
+    own_test.metadata["nbgrader"] = {"grade": True, "grade_id": "my_own_test", "locked": False, "points": 2,
+                                     "schema_version": 3, "solution": False, "task": False}
+    pasted = nbformat.from_dict(next(c for c in extra.cells if nbtools.grade_id(c) == "test_sdpa_masks"))
+    pasted.metadata["nbgrader"]["grade_id"] = "test_sdpa_masks_again"
+    no_id = nbformat.v4.new_markdown_cell("my notes")
+    no_id.metadata["nbgrader"] = {"grade": True, "solution": True}
+    odd = nbformat.v4.new_code_cell("notes = 'kept'")
+    odd.metadata["nbgrader"] = "not a dict"
+    extra.cells += [own_test, pasted, no_id, odd]
+    add("extra_graded_cells", extra, "graded", full, "cells the assignment does not have ran but were not graded: "
+        "my_own_test, test_sdpa_masks_again, a markdown cell without an id")
     unmarked = perfect_submission(AID)
     for cell in unmarked.cells:
         if nbtools.grade_id(cell) == "sdpa_solution":

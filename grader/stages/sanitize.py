@@ -1,7 +1,8 @@
 """Stage 2: make the submission safe to run, with nbgrader's own preprocessors.
 
 Restores locked and test cells from the source (a student cannot edit a test), re-adds deleted
-test cells, drops duplicated grade ids, resets the kernelspec; then reports what it changed."""
+test cells, drops duplicated grade ids, turns cells the assignment does not have into ordinary
+cells, resets the kernelspec; then reports what it changed."""
 import logging
 
 from nbgrader.preprocessors import (CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteCells,
@@ -31,13 +32,17 @@ def sanitize(nb, assignment_id, student, db_url, released):
     for cell in nb.cells:
         counts[nbtools.grade_id(cell)] = counts.get(nbtools.grade_id(cell), 0) + 1
     duplicated = sorted(g for g, n in counts.items() if g and n > 1)
+    extras = _IgnoreUnknownCells(set(release_sources))
     try:
-        for stage in (ClearOutput, DeduplicateIds, _DropEmptyMetadata, OverwriteKernelspec, OverwriteCells,
+        for stage in (ClearOutput, extras, DeduplicateIds, _DropEmptyMetadata, OverwriteKernelspec, OverwriteCells,
                       CheckCellMetadata):
-            nb, resources = stage(config=config, log=quiet).preprocess(nb, resources)
+            stage = stage if isinstance(stage, _IgnoreUnknownCells) else stage(config=config, log=quiet)
+            nb, resources = stage.preprocess(nb, resources)
     except Exception as error:  # nbgrader's validators raise several types
         raise SanitizeError(f"the notebook's grading metadata is broken ({type(error).__name__}: {error})") from error
     notes = []
+    if extras.ignored:
+        notes.append("cells the assignment does not have ran but were not graded: " + ", ".join(extras.ignored))
     if duplicated:
         notes.append("duplicated cells ignored (the last copy was graded): " + ", ".join(duplicated))
     retyped = sorted(g for g, t in types_before.items()
@@ -53,6 +58,28 @@ def sanitize(nb, assignment_id, student, db_url, released):
     if missing:
         notes.append("deleted cells re-added: " + ", ".join(missing))
     return nb, notes
+
+
+class _IgnoreUnknownCells:
+    """Cells with grading metadata the assignment does not have (an extra graded cell with an id of
+    its own, a test cell pasted and renamed, metadata without an id, or not a dict at all) would stop
+    nbgrader (KeyError: 'grade_id' and the like) and leave the student without a grade. They become
+    ordinary cells: they still run, in order, and are never graded."""
+
+    def __init__(self, known_ids):
+        self.known_ids = known_ids
+        self.ignored = []
+
+    def preprocess(self, nb, resources):
+        for cell in nb.cells:
+            meta = cell.get("metadata", {}).get("nbgrader", None)
+            if meta is None or meta == {}:
+                continue
+            grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+            if grade_id not in self.known_ids:
+                self.ignored.append(str(grade_id) if grade_id else f"a {cell.get('cell_type', '')} cell without an id")
+                del cell.metadata["nbgrader"]
+        return nb, resources
 
 
 class _DropEmptyMetadata:
