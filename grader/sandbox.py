@@ -54,7 +54,10 @@ def bwrap_argv(workdir, runtime_dir):
     argv = ["bwrap", "--die-with-parent", "--unshare-all", "--share-net",
             "--uid", "65534", "--gid", "65534", "--clearenv",
             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    for system_dir in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/ssl", "/etc/alternatives"):
+    # /etc/fonts: without it matplotlib's font search (fc-list) prints "Fontconfig error: Cannot load
+    # default config file" under the setup cell of every student's feedback
+    for system_dir in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/ssl", "/etc/alternatives",
+                       "/etc/fonts"):
         if Path(system_dir).exists():
             argv += ["--ro-bind", system_dir, system_dir]
     for python_dir in _python_dirs():

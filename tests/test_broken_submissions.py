@@ -268,3 +268,13 @@ def test_feedback_shows_messages_but_no_hidden_test_source(graded_batch):
         assert not leaked, f"{page}: hidden test text in feedback: {leaked[:3]}"
     buggy_page = next(p for p in pages if p.parts[-3] == "buggy")
     assert "likely mistake: positions start at 0; sin in even columns" in html.unescape(buggy_page.read_text())
+
+
+def test_a_perfect_submission_shows_no_output_from_the_grading_machinery(graded_batch):
+    # nothing on stderr (fontconfig, the sandbox, warnings) in what the student gets back
+    _, _, course = graded_batch
+    graded = list((course / "autograded" / "perfect").rglob("*.ipynb"))
+    assert graded, "the perfect submission was not autograded"
+    stderr = [output.get("text", "") for cell in nbtools.read(graded[0]).cells if cell.cell_type == "code"
+              for output in cell.get("outputs", []) if output.get("name") == "stderr"]
+    assert not stderr, f"stderr in the perfect submission's graded notebook: {stderr[:3]}"
