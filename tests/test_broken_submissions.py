@@ -278,3 +278,17 @@ def test_a_perfect_submission_shows_no_output_from_the_grading_machinery(graded_
     stderr = [output.get("text", "") for cell in nbtools.read(graded[0]).cells if cell.cell_type == "code"
               for output in cell.get("outputs", []) if output.get("name") == "stderr"]
     assert not stderr, f"stderr in the perfect submission's graded notebook: {stderr[:3]}"
+
+
+def test_a_kernel_ignoring_interrupts_is_stopped_soon_after_the_default_cell_timeout(tmp_path):
+    # default timeouts: the worker stops the kernel 10 s after the cell's timeout (not after the notebook's
+    # whole budget, which nbclient's repeated interrupts would otherwise run into)
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    stubborn = _with_cell_source(perfect_submission(AID), "learned_pe_solution", lambda s: s + (
+        "\nimport signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.1)\n"))
+    nbformat.write(stubborn, str(folder / "stubborn.ipynb"))
+    [outcome] = autograde(AID, folder, course_dir=tmp_path / "course", progress=False, workers=1)
+    assert outcome.status == "not graded"
+    assert "did not respond to an interrupt" in outcome.label and "so it was stopped" in outcome.label, outcome.label
+    assert "stuck in cell" in outcome.label, outcome.label

@@ -24,6 +24,9 @@ from ..sandbox import GRADED_RUN_ENV, Limits, write_kernelspec
 
 RECORDER_SOURCE = (Path(__file__).resolve().parent.parent / "runtime" / "record.py").read_text()
 RECORDS_DIR = ".grader_records"
+# the default budget of a whole notebook: cell timeout x (code cells + 2), at most this; the worker
+# itself stops a kernel that ignores an interrupt 10 s after its cell timeout (execute_worker.py)
+TOTAL_TIMEOUT_MAX_S = 600
 MAX_RECORD_BYTES = 64 * 2**20
 
 
@@ -65,7 +68,7 @@ def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, limits
         kernel_name = write_kernelspec(control, kernel_dir, control / "runtime", limits)
     nbformat.write(instrument(nb), str(control / "run.ipynb"))
     code_cells = sum(cell.cell_type == "code" for cell in nb.cells)
-    total_timeout = total_timeout or cell_timeout * (code_cells + 2)
+    total_timeout = total_timeout or min(cell_timeout * (code_cells + 2), TOTAL_TIMEOUT_MAX_S)
     env = dict(os.environ, **GRADED_RUN_ENV,
                JUPYTER_PATH=str(control), JUPYTER_RUNTIME_DIR=str(control / "runtime"))
     command = [sys.executable, "-m", "grader.stages.execute_worker", str(control), str(kernel_dir),
@@ -85,6 +88,8 @@ def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, limits
     status = _read_json(control / "status.json")
     if problem is None and status.get("fatal"):
         problem = f"the notebook could not be run: {status['fatal']}"
+        if status.get("unresponsive"):
+            problem += _stuck_where(control, nb)
     executed = control / "executed.ipynb"
     if problem is not None or not executed.exists():
         return Execution(nb, problem=problem or "the kernel did not produce a result", seconds=seconds)

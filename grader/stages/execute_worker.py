@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 # One worker starts per submission, so its start-up is paid 100s of times. jsonschema (under
@@ -21,6 +22,10 @@ from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import DeadKernelError  # noqa: E402
 
 from ..sandbox import Limits  # noqa: E402
+
+# nbclient interrupts a cell at its timeout; a kernel that honours the interrupt ends the cell within
+# a second or two. One still running this long after is ignoring it (nbclient would keep waiting).
+INTERRUPT_GRACE_S = 10
 
 
 def descendants(root_pid):
@@ -78,20 +83,35 @@ def main(control, kernel_dir, kernel_name, cell_timeout, limits_json):
                             shutdown_kernel="immediate",
                             resources={"metadata": {"path": str(kernel_dir)}})
     stop = threading.Event()
+    running_since = {"at": None}   # when the cell now running started (monotonic clock)
+
+    def kill_kernel(reason):
+        status["fatal"] = reason
+        save_status()
+        for pid in status["kernel_pids"]:
+            for target in [pid] + descendants(pid):
+                try:
+                    os.kill(target, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
     def watchdog():
         while not stop.wait(0.5):
             for pid in status["kernel_pids"]:
                 if len(descendants(pid)) > limits.max_processes:
-                    status["fatal"] = f"the notebook started more than {limits.max_processes} processes"
-                    save_status()
-                    for target in [pid] + descendants(pid):
-                        try:
-                            os.kill(target, signal.SIGKILL)
-                        except ProcessLookupError:
-                            pass
+                    kill_kernel(f"the notebook started more than {limits.max_processes} processes")
+            started = running_since["at"]
+            if started is not None and time.monotonic() - started > cell_timeout + INTERRUPT_GRACE_S:
+                running_since["at"] = None
+                status["unresponsive"] = True
+                kill_kernel(f"the kernel did not respond to an interrupt: the cell ran past its {cell_timeout} s "
+                            f"timeout and was still running {INTERRUPT_GRACE_S} s later, so it was stopped")
+
+    def on_cell_executed(**_):
+        running_since["at"] = None
 
     def on_cell_start(cell, cell_index, **_):
+        running_since["at"] = time.monotonic() if cell.cell_type == "code" else None
         status["cell"] = cell_index   # index in the instrumented notebook (prelude is 0)
         if client.km is not None and not status["kernel_pids"]:
             pid = getattr(getattr(client.km, "provisioner", None), "pid", None)
@@ -100,6 +120,7 @@ def main(control, kernel_dir, kernel_name, cell_timeout, limits_json):
         save_status()
 
     client.on_cell_start = on_cell_start
+    client.on_cell_executed = on_cell_executed
     threading.Thread(target=watchdog, daemon=True).start()
     try:
         client.execute()
