@@ -51,7 +51,9 @@ def _python_dirs():
 
 def bwrap_argv(workdir, runtime_dir):
     # no --new-session: the kernel must stay in its process group, where interrupts are sent
-    argv = ["bwrap", "--die-with-parent", "--unshare-all", "--share-net",
+    # --unshare-all includes the network: the kernel has only a loopback of its own (no route out,
+    # nothing of the host's 127.0.0.1); it talks to the grader over ipc sockets in runtime_dir
+    argv = ["bwrap", "--die-with-parent", "--unshare-all",
             "--uid", "65534", "--gid", "65534", "--clearenv",
             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     # /etc/fonts: without it matplotlib's font search (fc-list) prints "Fontconfig error: Cannot load
@@ -62,7 +64,7 @@ def bwrap_argv(workdir, runtime_dir):
             argv += ["--ro-bind", system_dir, system_dir]
     for python_dir in _python_dirs():
         argv += ["--ro-bind", str(python_dir), str(python_dir)]
-    argv += ["--ro-bind", str(runtime_dir), str(runtime_dir),
+    argv += ["--bind", str(runtime_dir), str(runtime_dir),   # the kernel creates its sockets there
              "--bind", str(workdir), str(workdir), "--chdir", str(workdir)]
     environment = {"HOME": str(workdir), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
                    "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython", "LANG": "C.UTF-8",

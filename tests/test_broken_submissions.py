@@ -4,6 +4,8 @@ tampering, and no feedback page shows hidden test source."""
 import html
 import os
 import re
+import socket
+import threading
 import uuid
 from pathlib import Path
 
@@ -111,6 +113,7 @@ def build_corpus(folder):
         "not graded", None, "more than 64 processes")
     add("signals_its_parent", perfect_plus("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"),
         "graded", None)
+    add("reaches_the_network", perfect_plus(REACHES_NETWORK.format(port=NETWORK_PROBE["port"])), "graded", full)
     # the notebook's structure
     duplicated = perfect_submission(AID)
     index = next(i for i, c in enumerate(duplicated.cells) if nbtools.grade_id(c) == "test_sdpa_masks")
@@ -185,8 +188,48 @@ for target in {paths}:
 LINGER = "1234.5"
 
 
+# A TCP server on the grading machine's 127.0.0.1 that a submission tries to reach (it must not).
+REACHES_NETWORK = """
+import socket
+reached = []
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=3).close()
+    reached.append("a TCP server on the host's 127.0.0.1")
+except OSError:
+    pass
+try:
+    socket.getaddrinfo("pypi.org", 443)
+    reached.append("a name resolver")
+except OSError:
+    pass
+if reached:
+    del LearnedPositionalEmbedding   # costs points: the kernel had a network
+"""
+NETWORK_PROBE = {"port": None, "connections": []}
+
+
+def _start_probe_server():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(1.0)
+    NETWORK_PROBE["port"] = server.getsockname()[1]
+
+    def accept():
+        for _ in range(900):   # bounded: stops by itself after about 15 minutes
+            try:
+                connection, address = server.accept()
+            except OSError:
+                continue
+            NETWORK_PROBE["connections"].append(address)
+            connection.close()
+        server.close()
+    threading.Thread(target=accept, daemon=True).start()
+
+
 @pytest.fixture(scope="module")
 def graded_batch(tmp_path_factory):
+    _start_probe_server()
     folder = tmp_path_factory.mktemp("corpus")
     course = tmp_path_factory.mktemp("course")
     cases = build_corpus(folder)
@@ -292,3 +335,8 @@ def test_a_kernel_ignoring_interrupts_is_stopped_soon_after_the_default_cell_tim
     assert outcome.status == "not graded"
     assert "did not respond to an interrupt" in outcome.label and "so it was stopped" in outcome.label, outcome.label
     assert "stuck in cell" in outcome.label, outcome.label
+
+
+def test_no_kernel_reached_the_network(graded_batch):
+    assert NETWORK_PROBE["port"] and not NETWORK_PROBE["connections"], \
+        f"a sandboxed kernel connected to the host's 127.0.0.1: {NETWORK_PROBE['connections']}"

@@ -7,9 +7,11 @@ submission is reported "not graded", never silently given 0.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -61,16 +63,26 @@ def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, limits
     limits = limits or Limits()
     workdir = Path(workdir)
     kernel_dir, control = workdir / "kernel", workdir / "control"
-    for folder in (kernel_dir, control / "runtime"):
+    for folder in (kernel_dir, control):
         folder.mkdir(parents=True, exist_ok=True)
+    # The kernel has no network, so its channels are ZeroMQ ipc sockets (files) in this folder, which
+    # both sides see at the same path; a short one under /tmp, as a socket's path has at most 107 bytes.
+    runtime = Path(tempfile.mkdtemp(prefix="grader-kernel-", dir="/tmp"))
+    try:
+        return _execute(nb, workdir, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, sandboxed)
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def _execute(nb, workdir, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, sandboxed):
     kernel_name = KERNEL_NAME
     if sandboxed:
-        kernel_name = write_kernelspec(control, kernel_dir, control / "runtime", limits)
+        kernel_name = write_kernelspec(control, kernel_dir, runtime, limits)
     nbformat.write(instrument(nb), str(control / "run.ipynb"))
     code_cells = sum(cell.cell_type == "code" for cell in nb.cells)
     total_timeout = total_timeout or min(cell_timeout * (code_cells + 2), TOTAL_TIMEOUT_MAX_S)
     env = dict(os.environ, **GRADED_RUN_ENV,
-               JUPYTER_PATH=str(control), JUPYTER_RUNTIME_DIR=str(control / "runtime"))
+               JUPYTER_PATH=str(control), JUPYTER_RUNTIME_DIR=str(runtime))
     command = [sys.executable, "-m", "grader.stages.execute_worker", str(control), str(kernel_dir),
                kernel_name, str(cell_timeout), json.dumps(asdict(limits))]
     started = time.time()

@@ -73,9 +73,11 @@ def main(control, kernel_dir, kernel_name, cell_timeout, limits_json):
         (control / "status.json").write_text(json.dumps(status))
 
     nb = nbformat.read(str(control / "run.ipynb"), as_version=4)
-    # the connection file must be where the sandbox can read it (jupyter_client may use /tmp)
-    manager = AsyncKernelManager(kernel_name=kernel_name,
-                                 connection_file=str(control / "runtime" / "kernel.json"))
+    # the connection file and the ipc sockets it names lie in the runtime folder the sandbox shares
+    # (execute.py); ipc, not TCP: the sandboxed kernel has no network at all
+    runtime = Path(os.environ["JUPYTER_RUNTIME_DIR"])
+    manager = AsyncKernelManager(kernel_name=kernel_name, transport="ipc",
+                                 connection_file=str(runtime / "kernel.json"))
     client = NotebookClient(nb, km=manager, timeout=cell_timeout, kernel_name=kernel_name, allow_errors=True,
                             interrupt_on_timeout=True, record_timing=False,
                             # the records are on disk when the last cell ends: no need to wait
