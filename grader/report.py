@@ -1,5 +1,6 @@
 """`report ID`: one HTML page for the instructor — the score histogram, how often each test
-fails (which mistakes the class makes), and the submissions that could not be graded."""
+fails (which mistakes the class makes), one row per student, and the submissions that could not
+be graded."""
 import base64
 import html
 import io
@@ -14,6 +15,27 @@ def _png(figure):
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     return base64.b64encode(buffer.getvalue()).decode()
+
+
+def class_figure(scores, not_graded, tests, rates, max_score):
+    """Left: how many students got each score; right: the fraction failing each test. The panels'
+    widths follow the test names' length (constrained layout), so no label runs into a plot."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    names = [test for test, _ in tests]
+    label_inches = 0.075 * max((len(name) for name in names), default=10)
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10 + label_inches, 0.8 + max(3.0, 0.28 * len(names))),
+                                         layout="constrained")
+    left.hist(scores, bins=range(0, int(max_score) + 2), color="#4c72b0", align="left")
+    left.set_xlabel(f"auto-graded score (of {max_score:g})"); left.set_ylabel("students")
+    left.yaxis.set_major_locator(MaxNLocator(integer=True))     # counts: whole students
+    left.xaxis.set_major_locator(MaxNLocator(integer=True))
+    left.set_title(f"{len(scores)} graded, {not_graded} not graded")
+    right.barh(names[::-1], rates[::-1], color="#dd8452")
+    right.set_xlim(0, 1); right.set_xlabel("fraction of graded students failing")
+    right.set_title("which tests the class fails")
+    return figure
 
 
 def build_report(assignment_id, course_dir=COURSE_DIR):
@@ -31,19 +53,18 @@ def build_report(assignment_id, course_dir=COURSE_DIR):
     tests = [(nbtools.grade_id(c), nbtools.points(c)) for c in nbtools.test_cells(released)]
     max_score = sum(points for _, points in tests)
 
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
-    left.hist([o["score"] for o in graded], bins=range(0, int(max_score) + 2), color="#4c72b0", align="left")
-    left.set_xlabel(f"auto-graded score (of {max_score:g})"); left.set_ylabel("students")
-    left.set_title(f"{len(graded)} graded, {len(not_graded)} not graded")
     rates = [sum(test in o["failed"] for o in graded) / max(len(graded), 1) for test, _ in tests]
-    right.barh([test for test, _ in tests][::-1], rates[::-1], color="#dd8452")
-    right.set_xlim(0, 1); right.set_xlabel("fraction of graded students failing")
-    right.set_title("which tests the class fails")
+    figure = class_figure([o["score"] for o in graded], len(not_graded), tests, rates, max_score)
     image = _png(figure)
     plt.close(figure)
 
     rows = "".join(f"<tr><td>{html.escape(test)}</td><td>{points:g}</td><td>{rate:.0%}</td></tr>"
                    for (test, points), rate in sorted(zip(tests, rates), key=lambda item: -item[1]))
+    students = "".join(
+        f"<tr><td>{html.escape(o['student'])}</td><td>{o['score']:g} / {max_score:g}</td>"
+        f"<td>{html.escape(', '.join(o['failed']) or '-')}</td></tr>" if o["status"] == "graded" else
+        f"<tr><td>{html.escape(o['student'])}</td><td>not graded</td><td>{html.escape(o['reason'])}</td></tr>"
+        for o in sorted(outcomes, key=lambda o: o["student"]))
     missing = "".join(f"<tr><td>{html.escape(o['student'])}</td><td>{html.escape(o['reason'])}</td></tr>"
                       for o in sorted(not_graded, key=lambda o: o["student"])) or "<tr><td colspan=2>none</td></tr>"
     mean = sum(o["score"] for o in graded) / len(graded) if graded else 0.0
@@ -54,6 +75,7 @@ def build_report(assignment_id, course_dir=COURSE_DIR):
 <img alt="score histogram and failure rates" src="data:image/png;base64,{image}" style="max-width:100%">
 <h2>Failure rate per test</h2><table><tr><th>test</th><th>points</th><th>failed by</th></tr>{rows}</table>
 <h2>Not graded</h2><table><tr><th>student</th><th>reason</th></tr>{missing}</table>
+<h2>Students</h2><table><tr><th>student</th><th>auto-graded score</th><th>failed tests</th></tr>{students}</table>
 """
     target = Path(course_dir) / "reports" / f"{assignment_id}.html"
     target.parent.mkdir(parents=True, exist_ok=True)
