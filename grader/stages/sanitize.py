@@ -33,11 +33,11 @@ def sanitize(nb, assignment_id, student, db_url, released):
         counts[nbtools.grade_id(cell)] = counts.get(nbtools.grade_id(cell), 0) + 1
     duplicated = sorted(g for g, n in counts.items() if g and n > 1)
     extras = _IgnoreUnknownCells(set(release_sources))
+    nb, resources = extras.preprocess(nb, resources)
     try:
-        for stage in (ClearOutput, extras, DeduplicateIds, _DropEmptyMetadata, OverwriteKernelspec, OverwriteCells,
+        for stage in (ClearOutput, DeduplicateIds, _DropEmptyMetadata, OverwriteKernelspec, OverwriteCells,
                       CheckCellMetadata):
-            stage = stage if isinstance(stage, _IgnoreUnknownCells) else stage(config=config, log=quiet)
-            nb, resources = stage.preprocess(nb, resources)
+            nb, resources = stage(config=config, log=quiet).preprocess(nb, resources)
     except Exception as error:  # nbgrader's validators raise several types
         raise SanitizeError(f"the notebook's grading metadata is broken ({type(error).__name__}: {error})") from error
     notes = []
