@@ -89,6 +89,11 @@ def cmd_report(args):
         raise SystemExit(f"report: {error}")
 
 
+def cmd_publish(args):
+    from .publish import publish
+    return publish(Path(args.dest), force=args.force)
+
+
 def cmd_demo(args):
     from .demo import run_demo
     return 0 if run_demo(_ids(args.ids)) else 1
@@ -125,6 +130,9 @@ def main(argv=None):
     p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_export)
     p = verbs.add_parser("report", help="class report: score histogram, failure rate per test, not graded")
     p.add_argument("id"); p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_report)
+    p = verbs.add_parser("publish", help="write the student-facing course (no answer key) as a repository in DEST")
+    p.add_argument("dest"); p.add_argument("--force", action="store_true", help="replace DEST if it exists")
+    p.set_defaults(run=cmd_publish)
     p = verbs.add_parser("demo", help="release, grade sample submissions, feedback, CSV, in out/demo/")
     p.add_argument("ids", nargs="*"); p.set_defaults(run=cmd_demo)
     args = parser.parse_args(argv)

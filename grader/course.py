@@ -34,7 +34,9 @@ def apply_course_config(c, root=REPO, source_dir=SOURCE_DIR, release_dir=RELEASE
     c.CourseDirectory.autograded_directory = str(course_dir / "autograded")
     c.CourseDirectory.feedback_directory = str(course_dir / "feedback")
     c.CourseDirectory.db_url = db_url or gradebook_url(course_dir)
-    c.Exchange.root = str(course_dir / "exchange")   # not /usr/local/share: no root needed
+    # the exchange: course/exchange by default (no root needed); a JupyterHub sets GRADER_EXCHANGE_ROOT
+    # to the shared folder every user of the hub can reach (deploy/jupyterhub/)
+    c.Exchange.root = os.environ.get("GRADER_EXCHANGE_ROOT") or str(course_dir / "exchange")
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".grader_records"]
     c.Execute.timeout = CELL_TIMEOUT_S
     c.Execute.interrupt_on_timeout = True
