@@ -1,9 +1,14 @@
-"""`autograde ID SUBMISSIONS`: grade every submission in isolation, then merge.
+"""`autograde ID SOURCE`: grade every submission in isolation, then merge.
+
+Collect (the LMS download's names) -> identify (the roster) -> for each submission, in parallel:
+sanitize -> execute (sandboxed kernel) -> judge -> score -> then, one at a time: merge into the
+course gradebook with the submission time and nbgrader's late penalty.
 
 Each submission gets its own working copy (only its notebook), its own kernel and its own
 temporary gradebook (a copy of a template made from solutions/); only the merge stage touches
 the course gradebook. A broken submission becomes an outcome in the table, never a crash.
 """
+import datetime
 import json
 import os
 import shutil
@@ -21,6 +26,8 @@ from .judge import judge_notebook
 from .release import generate_release
 from .sandbox import check_available
 from .stages.collect import collect
+from .stages.identify import describe, identify
+from .stages.late import apply_late_penalty, penalty_config, set_due_date
 from .stages.execute import execute
 from .stages.merge import merge, record_not_graded
 from .stages.sanitize import SanitizeError, sanitize
@@ -29,22 +36,48 @@ from .static import forbidden_uses
 from .trace import solution_trace
 
 
+# what an outcome's status can be; only the first two are written into the gradebook
+GRADED, NOT_GRADED, MISSING, NOT_ON_ROSTER, UNRECOGNISED = (
+    "graded", "not graded", "missing", "not on the roster", "unrecognised file")
+
+
 @dataclass
 class Outcome:
     student: str
-    status: str                       # "graded" or "not graded"
+    status: str                       # one of the statuses above
     reason: str = ""
     score: float = 0.0
     max_score: float = 0.0
     failed: list = field(default_factory=list)     # grade ids of failed test cells
     notes: list = field(default_factory=list)
     seconds: float = 0.0
+    submitted_at: str | None = None   # ISO time, when the download says
+    late: bool | None = None          # None: unknown (no due date or no submission time)
+    seconds_late: float | None = None
+    penalty: float = 0.0              # points taken by the late-submission penalty
 
     @property
     def label(self):
-        if self.status == "graded":
+        if self.status == GRADED:
             return "graded" + (" (" + "; ".join(self.notes) + ")" if self.notes else "")
-        return f"not graded: {self.reason}"
+        if self.status == NOT_GRADED:
+            return f"not graded: {self.reason}"
+        return f"{self.status}: {self.reason}" if self.reason else self.status
+
+    @property
+    def late_label(self):
+        if not self.late:
+            return "-" if self.late is None else "on time"
+        when = f" {_duration(self.seconds_late)}" if self.seconds_late else ""
+        return f"late{when}" + (f", -{self.penalty:g}" if self.penalty else "")
+
+
+def _duration(seconds):
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 class Batch:
@@ -52,7 +85,7 @@ class Batch:
     the trusted trace."""
 
     def __init__(self, assignment_id, course_dir=COURSE_DIR, cell_timeout=None, total_timeout=None,
-                 sandboxed=True):
+                 sandboxed=True, due=None, late_penalty=None):
         if sandboxed:
             check_available()   # refuse loudly rather than run student code with our rights
         self.sandboxed = sandboxed
@@ -68,6 +101,12 @@ class Batch:
         if not _gradebook_has(self.course_db, assignment_id):
             generate_release(assignment_id, self.scratch / "release-course", course_dir=self.course_dir,
                              db_url=self.course_db)
+        if due is not None:
+            from nbgrader.api import Gradebook
+            with Gradebook(self.course_db) as gb:
+                set_due_date(gb, assignment_id, due)
+        self.penalty_config = late_penalty if late_penalty is not None else penalty_config(
+            course_config=_course_nbgrader_config())
         self.released = nbtools.read(nbtools.notebook_path(RELEASE_DIR, assignment_id))
         self.trace = solution_trace(assignment_id)
         self.max_score = nbtools.max_auto_points(self.released)
@@ -79,7 +118,9 @@ class Batch:
         """Everything but the merge, so that it can run in parallel: returns the outcome and
         what the merge needs (the submission's own gradebook and autograded notebook)."""
         started = time.time()
-        outcome = Outcome(submission.student, "graded", max_score=self.max_score)
+        outcome = Outcome(submission.student, GRADED, max_score=self.max_score,
+                          submitted_at=submission.submitted_at.isoformat() if submission.submitted_at else None,
+                          late=submission.lms_late)
         if submission.note:
             outcome.notes.append(submission.note)
         pending = None
@@ -93,13 +134,22 @@ class Batch:
         return outcome, pending
 
     def merge(self, outcome, pending):
-        """The single writer: called for one submission at a time, in the main process."""
+        """The single writer: called for one submission at a time, in the main process. Then the
+        submission time and the late penalty (on the merged score, manual grades included)."""
         if pending is None:
             record_not_graded(self.assignment_id, outcome.student, self.course_db)
+            notebook = nbformat_new()
         else:
             submission_db, autograded_notebook = pending
             merge(self.assignment_id, outcome.student, submission_db, self.course_db, autograded_notebook,
                   self.course_dir / "autograded")
+            notebook = nbtools.read(autograded_notebook)
+        when = datetime.datetime.fromisoformat(outcome.submitted_at) if outcome.submitted_at else None
+        seconds_late, outcome.penalty = apply_late_penalty(self.assignment_id, outcome.student, self.course_db,
+                                                           when, notebook, self.penalty_config)
+        if seconds_late is not None:
+            outcome.seconds_late = seconds_late
+            outcome.late = seconds_late > 0 or bool(outcome.late)
 
     def _grade(self, submission, outcome):
         aid, student = self.assignment_id, submission.student
@@ -148,6 +198,22 @@ class _NotGraded(Exception):
     pass
 
 
+def nbformat_new():
+    import nbformat
+    return nbformat.v4.new_notebook()
+
+
+def _course_nbgrader_config():
+    """The course's nbgrader_config.py as nbgrader would load it (its late-penalty settings)."""
+    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
+
+    from .course import REPO
+    try:
+        return PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config()
+    except ConfigFileNotFound:
+        return None
+
+
 def _gradebook_has(db_url, assignment_id):
     from nbgrader.api import Gradebook, MissingEntry
     if db_url.startswith("sqlite:///") and not Path(db_url.removeprefix("sqlite:///")).exists():
@@ -167,12 +233,19 @@ def _belongs_to(nb, released):
 
 
 def autograde(assignment_id, source, course_dir=COURSE_DIR, progress=True, workers=None, sandboxed=True,
-              engine="threads", scheduler=None, **timeouts):
-    """Grade every submission found in `source`; `workers` submissions at a time (default: the
-    core count). Each worker thread drives one kernel in its own sandbox; merges happen here,
-    one at a time, as results arrive."""
-    submissions = collect(assignment_id, source)
-    batch = Batch(assignment_id, course_dir=course_dir, sandboxed=sandboxed, **timeouts)
+              engine="threads", scheduler=None, lms="auto", pattern=None, due=None, late_penalty=None,
+              **timeouts):
+    """Grade every submission found in `source` (an LMS download, nbgrader's layout, a folder);
+    `workers` submissions at a time (default: the core count). Each worker thread drives one
+    kernel in its own sandbox; merges happen here, one at a time, as results arrive. `due`: an
+    aware datetime to store as the assignment's due date; `late_penalty`: a Config from
+    stages.late.penalty_config (default: the course's nbgrader_config.py)."""
+    from .roster import load_roster
+    intake = collect(assignment_id, source, lms=lms, pattern=pattern)
+    identified = identify(intake.submissions, load_roster(course_dir))
+    submissions = identified.submissions
+    batch = Batch(assignment_id, course_dir=course_dir, sandboxed=sandboxed, due=due, late_penalty=late_penalty,
+                  **timeouts)
     workers = max(1, workers or os.cpu_count() or 1)
     outcomes = []
     try:
@@ -191,8 +264,22 @@ def autograde(assignment_id, source, course_dir=COURSE_DIR, progress=True, worke
                         bar.update(1)
     finally:
         batch.close()
+    outcomes += _unmerged_outcomes(intake, identified, batch.max_score)
     save_outcomes(assignment_id, outcomes, course_dir)
-    return sorted(outcomes, key=lambda o: o.student)
+    return sorted(outcomes, key=lambda o: (o.status in (NOT_ON_ROSTER, UNRECOGNISED), o.student))
+
+
+def _unmerged_outcomes(intake, identified, max_score):
+    """What the gradebook does not get: roster students who sent nothing, people not on the
+    roster, files whose names the chosen LMS preset could not read."""
+    outcomes = [Outcome(s.id, MISSING, reason=f"{s.display}: no submission", max_score=max_score)
+                for s in identified.missing]
+    outcomes += [Outcome(describe(s), NOT_ON_ROSTER, reason=why, max_score=max_score)
+                 for s, why in identified.strangers]
+    outcomes += [Outcome(path, UNRECOGNISED, max_score=max_score,
+                         reason=f"not read as a {intake.preset} file name (use --lms or --pattern)")
+                 for path in intake.unrecognised]
+    return outcomes
 
 
 def save_outcomes(assignment_id, outcomes, course_dir=COURSE_DIR):
@@ -205,12 +292,15 @@ def save_outcomes(assignment_id, outcomes, course_dir=COURSE_DIR):
 
 
 def format_table(assignment_id, outcomes):
-    rows = [("student", "score", "outcome", "failed tests")]
+    show_late = any(o.late is not None for o in outcomes)
+    rows = [("student", "score") + (("late",) if show_late else ()) + ("outcome", "failed tests")]
     for o in outcomes:
-        score = f"{o.score:g}/{o.max_score:g}" if o.status == "graded" else "-"
-        rows.append((o.student, score, o.label, ", ".join(o.failed) or "-"))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        score = f"{o.score:g}/{o.max_score:g}" if o.status == GRADED else "-"
+        late = (o.late_label,) if show_late else ()
+        rows.append((o.student, score) + late + (o.label, ", ".join(o.failed) or "-"))
+    columns = len(rows[0]) - 1
+    widths = [max(len(r[i]) for r in rows) for i in range(columns)]
     lines = [f"{assignment_id}"]
     for r in rows:
-        lines.append("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
+        lines.append("  ".join(r[i].ljust(widths[i]) for i in range(columns)) + "  " + r[-1])
     return "\n".join(lines)

@@ -53,17 +53,29 @@ def cmd_autograde(args):
         if args.unsandboxed:
             print("WARNING: grading WITHOUT the sandbox: student code runs with your rights and can read "
                   "the hidden tests and the gradebook. Use only for trusted notebooks.", file=sys.stderr)
+        from .stages.late import describe_penalty, penalty_config
+        from .stages.lms_names import parse_time
+        due = parse_time(args.due) if args.due else None
+        penalty = penalty_config(args.late_penalty) if args.late_penalty else None
+        if due:
+            print(f"{aid}: due {due.astimezone():%Y-%m-%d %H:%M %Z} ({due:%Y-%m-%d %H:%M} UTC)")
+        if penalty is not None:
+            print(f"{aid}: late penalty {describe_penalty(penalty)}")
         outcomes = autograde(aid, args.submissions, course_dir=Path(args.course_dir), workers=args.workers,
                              sandboxed=not args.unsandboxed, engine="dask" if args.dask else "threads",
                              scheduler=args.scheduler, cell_timeout=args.cell_timeout,
-                             total_timeout=args.total_timeout)
+                             total_timeout=args.total_timeout, lms=args.lms, pattern=args.pattern, due=due,
+                             late_penalty=penalty)
     except SandboxUnavailable as error:
         raise SystemExit(f"autograde: the sandbox is unavailable: {error}.\nRefusing to run student code "
                          "unsandboxed; pass --unsandboxed to do it anyway (trusted notebooks only).")
     except (FileNotFoundError, ValueError) as error:
         raise SystemExit(f"autograde: {error}")
     print(format_table(aid, outcomes))
-    print(f"{len(outcomes)} submissions in {time.time() - started:.1f} s")
+    counts = {}
+    for o in outcomes:
+        counts[o.status] = counts.get(o.status, 0) + 1
+    print(", ".join(f"{n} {status}" for status, n in counts.items()) + f" in {time.time() - started:.1f} s")
     return 0
 
 
@@ -75,9 +87,34 @@ def cmd_feedback(args):
 
 
 def cmd_export(args):
-    from .feedback import export_csv
-    path, count = export_csv(args.output, course_dir=Path(args.course_dir), assignment_ids=args.ids or None)
-    print(f"{count} rows written to {path}")
+    from .export import export
+    output = args.output or str(Path(args.course_dir) / f"grades-{args.format}.csv")
+    try:
+        path, count, notes = export(output, args.format, course_dir=Path(args.course_dir),
+                                    assignment_ids=args.ids or None)
+    except ValueError as error:
+        raise SystemExit(f"export: {error}")
+    for note in notes:
+        print(f"note: {note}")
+    print(f"{count} rows written to {path} ({args.format})")
+
+
+def cmd_roster(args):
+    from .roster import RosterError, format_roster, import_roster, load_roster
+    course_dir = Path(args.course_dir)
+    if args.action == "import":
+        if not args.file:
+            raise SystemExit("roster import: name the CSV file (columns id, first_name, last_name, email, lms_user_id)")
+        try:
+            added, updated = import_roster(args.file, course_dir)
+        except RosterError as error:
+            raise SystemExit(f"roster import: {error}")
+        print(f"roster: {added} added, {updated} updated; {len(load_roster(course_dir))} students on the roster")
+    else:
+        students = load_roster(course_dir)
+        if students is None:
+            raise SystemExit("no roster imported yet: python -m grader roster import FILE.csv")
+        print(format_roster(students))
 
 
 def cmd_report(args):
@@ -113,8 +150,17 @@ def main(argv=None):
     p.add_argument("--device", default=None,
                    help="create the tests' tensors on this device, e.g. cuda (default: cpu)")
     p.add_argument("--quiet", action="store_true"); p.set_defaults(run=cmd_check)
-    p = verbs.add_parser("autograde", help="grade a folder, submitted/ layout or zip of notebooks")
-    p.add_argument("id"); p.add_argument("submissions")
+    p = verbs.add_parser("autograde", help="grade an LMS download (zip or folder), nbgrader's submitted/ "
+                                            "or exchange folder, or a folder of notebooks")
+    p.add_argument("id"); p.add_argument("submissions", metavar="SOURCE")
+    p.add_argument("--lms", default="auto", choices=["auto", "canvas", "moodle", "blackboard", "nbgrader", "folder"],
+                   help="how the download names files (default: auto, the preset that reads the most names)")
+    p.add_argument("--pattern", default=None, help="regular expression over each file's path in the download, "
+                   "with named groups `student` and optionally `timestamp` (overrides --lms)")
+    p.add_argument("--due", default=None, help="the due date, stored in the gradebook: '2026-10-01 23:59' "
+                   "(this machine's time zone) or with an offset")
+    p.add_argument("--late-penalty", default=None, help="none | zero | N%%/day (default: nbgrader_config.py's "
+                   "late-submission plugin, which is none)")
     p.add_argument("--course-dir", default=str(COURSE_DIR))
     p.add_argument("--cell-timeout", type=int, default=None, help="seconds per cell (default 60)")
     p.add_argument("--total-timeout", type=int, default=None, help="seconds per notebook")
@@ -125,9 +171,14 @@ def main(argv=None):
     p.set_defaults(run=cmd_autograde)
     p = verbs.add_parser("feedback", help="HTML feedback per student, hidden tests removed")
     p.add_argument("id"); p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_feedback)
-    p = verbs.add_parser("export", help="grades as CSV: student, assignment, total, max, points per cell")
-    p.add_argument("ids", nargs="*"); p.add_argument("--output", default=str(COURSE_DIR / "grades.csv"))
+    p = verbs.add_parser("export", help="grades as CSV: long, wide (one row per student), canvas or moodle import")
+    p.add_argument("ids", nargs="*")
+    p.add_argument("--format", default="long", choices=["long", "wide", "canvas", "moodle"])
+    p.add_argument("--output", default=None, help="the CSV file (default: course/grades-FORMAT.csv)")
     p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_export)
+    p = verbs.add_parser("roster", help="the class list: `roster import FILE.csv` or `roster show`")
+    p.add_argument("action", choices=["import", "show"]); p.add_argument("file", nargs="?")
+    p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_roster)
     p = verbs.add_parser("report", help="class report: score histogram, failure rate per test, not graded")
     p.add_argument("id"); p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_report)
     p = verbs.add_parser("publish", help="write the student-facing course (no answer key) as a repository in DEST")

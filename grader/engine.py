@@ -11,10 +11,9 @@ at a time, so the course gradebook keeps a single writer.
 Workers need this repository at the same path (a shared file system or the same checkout) and
 the same environment; the submissions themselves travel with the tasks.
 """
+import dataclasses
 import tempfile
 from pathlib import Path
-
-from .stages.collect import Submission
 
 _WORKER_BATCHES = {}
 
@@ -28,15 +27,16 @@ def _worker_batch(assignment_id, options):
     return _WORKER_BATCHES[key]
 
 
-def grade_task(assignment_id, student, filename, content, problem, note, options):
-    """Runs on a Dask worker. Returns (outcome, (gradebook bytes, notebook bytes) or None)."""
+def grade_task(assignment_id, submission, content, options):
+    """Runs on a Dask worker. `submission` travels without its file, `content` is the file's
+    bytes. Returns (outcome, (gradebook bytes, notebook bytes) or None)."""
     batch = _worker_batch(assignment_id, options)
     with tempfile.TemporaryDirectory() as tmp:
         path = None
         if content is not None:
-            path = Path(tmp) / filename
+            path = Path(tmp) / submission.path.name
             path.write_bytes(content)
-        outcome, pending = batch.grade(Submission(student, path, problem, note))
+        outcome, pending = batch.grade(dataclasses.replace(submission, path=path))
     if pending is None:
         return outcome, None
     db_url, notebook_path = pending
@@ -55,10 +55,8 @@ def grade_with_dask(batch, submissions, scheduler=None, workers=2, progress=None
     outcomes = []
     try:
         with Client(scheduler or cluster) as client, tempfile.TemporaryDirectory() as tmp:
-            futures = [client.submit(grade_task, batch.assignment_id, s.student,
-                                     s.path.name if s.path else None,
-                                     s.path.read_bytes() if s.path else None, s.problem, s.note, options,
-                                     pure=False) for s in submissions]
+            futures = [client.submit(grade_task, batch.assignment_id, s, s.path.read_bytes() if s.path else None,
+                                     options, pure=False) for s in submissions]
             for future in as_completed(futures):
                 outcome, payload = future.result()
                 pending = None

@@ -1,7 +1,6 @@
 """`feedback ID`: per-student HTML made by nbgrader's GenerateFeedback, configured (in
 course.py) to strip hidden test regions, so a student sees each failed check's message and the
-visible tests, never the hidden test source. `export`: the grades as CSV."""
-import csv
+visible tests, never the hidden test source. The grades as CSV: export.py."""
 import warnings
 from pathlib import Path
 
@@ -48,12 +47,7 @@ def grade_rows(course_dir=COURSE_DIR, assignment_ids=None):
 
 
 def export_csv(path, course_dir=COURSE_DIR, assignment_ids=None):
-    rows, cell_names = grade_rows(course_dir, assignment_ids)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fields = ["student", "assignment", "total", "max", "needs_manual_grade"] + cell_names
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields, restval="")
-        writer.writeheader()
-        writer.writerows(sorted(rows, key=lambda r: (r["assignment"], r["student"])))
-    return path, len(rows)
+    """The long CSV (grader/export.py has every format); returns (path, rows)."""
+    from .export import export
+    path, count, _ = export(path, "long", course_dir=course_dir, assignment_ids=assignment_ids)
+    return path, count

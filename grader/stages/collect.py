@@ -1,9 +1,19 @@
-"""Stage 1: find one notebook per student in whatever the instructor was given."""
-import re
+"""Stage 1: find one notebook per student in whatever the instructor was given.
+
+The source is a folder or a .zip as an LMS gives it (Canvas, Moodle, Blackboard), nbgrader's
+submitted/ folder or exchange inbound, or a plain folder of notebooks; lms_names.py reads who
+submitted each file and when. When one student sent several files, the latest notebook is graded
+and the others are listed. Mapping the LMS's identity to the class list is the next stage
+(identify.py)."""
+import datetime
+import os
 import tempfile
+import time
 import zipfile
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from .lms_names import SAFE_ID, local_time, read_names, relative_files
 
 
 @dataclass
@@ -12,68 +22,126 @@ class Submission:
     path: Path | None          # the notebook to grade; None when there is nothing to grade
     problem: str | None = None  # why it cannot be graded
     note: str | None = None     # something the instructor should know (e.g. renamed file)
+    login: str = ""            # who the LMS says sent it (user id, username), before the roster
+    name: str = ""             # the LMS's readable name for them, when it gives one
+    submitted_at: datetime.datetime | None = None   # aware UTC, when the download says
+    lms_late: bool | None = None                   # the LMS's own late flag (Canvas)
+    others: list = field(default_factory=list)     # their other files, not graded
+    preset: str = ""
 
 
-_SAFE_ID = re.compile(r"[^A-Za-z0-9_.@-]+")
+@dataclass
+class Intake:
+    """What collect found: the submissions, which naming it read, and what it could not read."""
+    preset: str
+    submissions: list
+    unrecognised: list          # relative paths no submission could be made of
+
+    def __iter__(self):         # `for s in collect(...)` and `collect(...)[0]` keep working
+        return iter(self.submissions)
+
+    def __getitem__(self, index):
+        return self.submissions[index]
+
+    def __len__(self):
+        return len(self.submissions)
 
 
-def student_id_from_filename(stem, assignment_id):
-    """'alice_a1_self_attention' or 'alice' -> 'alice' (an LMS often appends the file name)."""
-    stem = stem.replace(assignment_id, "").strip("_- ") or stem
-    return _SAFE_ID.sub("_", stem)
-
-
-def collect(assignment_id, source, workspace=None):
-    """Submissions found in `source`: a folder of notebooks (one per student), nbgrader's
-    submitted layout (<student>/<assignment>/<assignment>.ipynb) or a .zip of either."""
+def collect(assignment_id, source, workspace=None, lms="auto", pattern=None):
     source = Path(source)
     if not source.exists():
         raise FileNotFoundError(f"no such file or folder: {source}")
-    if source.is_file():
-        if not zipfile.is_zipfile(source):
-            raise ValueError(f"{source} is neither a folder nor a zip archive")
-        target = Path(workspace or tempfile.mkdtemp(prefix="submissions-"))
-        with zipfile.ZipFile(source) as archive:
-            for member in archive.namelist():   # never write outside the target (zip slip)
-                if member.startswith("/") or ".." in Path(member).parts:
-                    raise ValueError(f"unsafe path in zip: {member}")
-            archive.extractall(target)
-        source = _single_top_folder(target)
-    found = {}
-    for entry in sorted(source.iterdir()):
-        if entry.name.startswith((".", "__MACOSX")):
-            continue
-        if entry.is_file() and entry.suffix == ".ipynb":
-            student = student_id_from_filename(entry.stem, assignment_id)
-            found[student] = _unique(found, student, Submission(student, entry))
-        elif entry.is_dir():
-            found[entry.name] = _from_student_folder(entry, assignment_id)
-    return list(found.values())
+    from_zip = source.is_file()
+    if from_zip:
+        source = _unzip(source, Path(workspace or tempfile.mkdtemp(prefix="submissions-")))
+    files = [(rel, path, _file_time(path) if from_zip else None) for rel, path in relative_files(source)]
+    preset, found, unrecognised = read_names(files, assignment_id, lms=lms, pattern=pattern)
+    by_login = {}
+    for item in found:
+        by_login.setdefault(item.login, []).append(item)
+    submissions = [_latest(assignment_id, attempts) for attempts in by_login.values()]
+    if preset in ("nbgrader", "folder"):    # a student's folder with nothing in it
+        for entry in sorted(source.iterdir()):
+            login = SAFE_ID.sub("_", entry.name.split("+")[0])
+            if entry.is_dir() and not entry.name.startswith((".", "__MACOSX")) and login not in by_login \
+                    and not any(p.is_file() for p in entry.rglob("*")):
+                submissions.append(Submission(login, None, problem=f"no {assignment_id}.ipynb in the submission",
+                                              login=login, preset=preset))
+    unrecognised = [str(r) for r in unrecognised if not (preset == "nbgrader" and r.name == "timestamp.txt")]
+    return Intake(preset, sorted(submissions, key=lambda s: s.login), unrecognised)
 
 
-def _from_student_folder(folder, assignment_id):
-    student = _SAFE_ID.sub("_", folder.name)
-    inner = folder / assignment_id if (folder / assignment_id).is_dir() else folder
-    expected = inner / f"{assignment_id}.ipynb"
-    if expected.exists():
-        return Submission(student, expected)
-    notebooks = sorted(p for p in inner.glob("*.ipynb") if not p.name.startswith("."))
-    if len(notebooks) == 1:
-        return Submission(student, notebooks[0],
-                          note=f"notebook was renamed to {notebooks[0].name}; graded as {expected.name}")
+def _latest(assignment_id, attempts):
+    """The latest notebook among one student's files, the others listed."""
+    attempts = sorted(attempts, key=lambda f: f.attempt_key, reverse=True)
+    chosen, rest = attempts[0], attempts[1:]
+    expected = f"{assignment_id}.ipynb"
+    submission = Submission(SAFE_ID.sub("_", chosen.login), chosen.path, login=chosen.login, name=chosen.name,
+                            submitted_at=chosen.submitted_at, lms_late=chosen.lms_late,
+                            others=[f.path.name for f in rest], preset=chosen.preset)
+    notebooks = [f for f in attempts if f.path.suffix == ".ipynb"]
     if not notebooks:
-        return Submission(student, None, problem=f"no {expected.name} in the submission")
-    names = ", ".join(p.name for p in notebooks)
-    return Submission(student, None, problem=f"no {expected.name}, and several other notebooks ({names})")
-
-
-def _unique(found, student, submission):
-    if student in found:
-        submission.note = f"several files for {student}; graded {submission.path.name}"
+        names = ", ".join(f.path.name for f in attempts)
+        submission.path, submission.problem = None, f"no notebook in the submission (found {names})"
+        return submission
+    # files of one folder with nothing to order them by: the expected name, else no guess
+    tied = [f for f in notebooks if f.attempt_key[1:3] == notebooks[0].attempt_key[1:3]]
+    if len(tied) > 1:
+        named = [f for f in tied if f.path.name == expected]
+        if not named:
+            submission.path = None
+            submission.problem = f"no {expected}, and several other notebooks ({', '.join(f.path.name for f in tied)})"
+            return submission
+        chosen = named[0]
+        submission.path = chosen.path
+        submission.others = [f.path.name for f in attempts if f is not chosen]
+    if chosen.preset in ("nbgrader", "folder") and len(chosen.relative.parts) > 1 and chosen.path.name != expected:
+        submission.note = f"notebook was renamed to {chosen.path.name}; graded as {expected}"
+    if submission.others:
+        later = "" if not chosen.submitted_at else f" ({_shown_time(chosen.submitted_at)})"
+        extra = (f"graded the latest file, {chosen.path.name}{later}; not graded: "
+                 + ", ".join(submission.others))
+        submission.note = f"{submission.note}; {extra}" if submission.note else extra
     return submission
 
 
+def _shown_time(when):
+    return when.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def _unzip(archive_path, target):
+    if not zipfile.is_zipfile(archive_path):
+        raise ValueError(f"{archive_path} is neither a folder nor a zip archive")
+    with zipfile.ZipFile(archive_path) as archive:
+        for member in archive.infolist():   # never write outside the target (zip slip)
+            if member.filename.startswith("/") or ".." in Path(member.filename).parts:
+                raise ValueError(f"unsafe path in zip: {member.filename}")
+        for member in archive.infolist():
+            written = Path(archive.extract(member, target))
+            if not member.is_dir():         # keep the time the LMS wrote (zip times are local times)
+                stamp = time.mktime(member.date_time + (0, 0, -1))
+                os.utime(written, (stamp, stamp))
+    return _single_top_folder(target)
+
+
+def _file_time(path):
+    return local_time(datetime.datetime.fromtimestamp(path.stat().st_mtime))
+
+
 def _single_top_folder(folder):
+    """The folder inside a zip that holds the submissions: a lone wrapper folder (Canvas's
+    "submissions/", nbgrader's "submitted/") is stepped into, a lone Moodle participant's or
+    exchange folder is not."""
     entries = [e for e in folder.iterdir() if not e.name.startswith((".", "__MACOSX"))]
-    return entries[0] if len(entries) == 1 and entries[0].is_dir() and not any(
-        e.suffix == ".ipynb" for e in entries) and not (entries[0] / "submitted").exists() else folder
+    if len(entries) != 1 or not entries[0].is_dir():
+        return folder
+    inner = entries[0]
+    if "_assignsubmission_" in inner.name or "+" in inner.name or (inner / "submitted").exists():
+        return folder
+    return inner
+
+
+# kept for callers that name one file (benchmarks): the student a plain file name stands for
+def student_id_from_filename(stem, assignment_id):
+    stem = stem.replace(assignment_id, "").strip("_- ") or stem
+    return SAFE_ID.sub("_", stem)

@@ -1,0 +1,179 @@
+"""`export`: the grades as CSV, for a spreadsheet or an LMS gradebook import.
+
+    long    one row per student and assignment: status, total (after the late penalty), raw total,
+            max, submission time, late, penalty, provisional, then the points of every graded cell
+    wide    one row per student (the roster's, when one was imported): `student`, one column per
+            assignment holding its total, then `late`, `missing` and `provisional`, each naming the
+            assignments concerned
+    canvas  Canvas's gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, one column
+            per assignment (ID is the roster's lms_user_id, Canvas's user id)
+    moodle  Moodle's grade import (CSV): First name, Last name, Email address, one column per
+            assignment; map "Email address" to the user's email when importing
+
+Totals are after nbgrader's late-submission penalty. A total is provisional while the submission
+has written answers (or an ungradable notebook) waiting for a manual grade. A missing submission
+is an empty cell, never a 0 that looks earned."""
+import csv
+import json
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .course import COURSE_DIR, gradebook_url
+
+FORMATS = ("long", "wide", "canvas", "moodle")
+
+
+@dataclass
+class Entry:
+    """One student's result for one assignment."""
+    student: str
+    assignment: str
+    status: str                     # graded | not graded | missing
+    total: float | None = None      # after the penalty
+    raw_total: float | None = None
+    max_score: float = 0.0
+    submitted_at: str = ""
+    late: bool = False
+    seconds_late: float = 0.0
+    penalty: float = 0.0
+    provisional: bool = False
+    cells: dict = field(default_factory=dict)
+
+
+@dataclass
+class Person:
+    id: str
+    first_name: str = ""
+    last_name: str = ""
+    email: str = ""
+    lms_user_id: str = ""
+
+
+def gather(course_dir=COURSE_DIR, assignment_ids=None):
+    """(people, assignment names, {(student, assignment): Entry}) from the gradebook; people are
+    the roster when one was imported, else every student in the gradebook."""
+    from nbgrader.api import Gradebook
+
+    from .roster import roster_ids
+    roster = roster_ids(course_dir)
+    outcomes = _lms_late_flags(course_dir)
+    entries, people = {}, {}
+    with warnings.catch_warnings(), Gradebook(gradebook_url(course_dir)) as gb:
+        warnings.simplefilter("ignore")
+        for s in gb.students:
+            people[s.id] = Person(s.id, s.first_name or "", s.last_name or "", s.email or "", s.lms_user_id or "")
+        assignments = sorted((a for a in gb.assignments if not assignment_ids or a.name in assignment_ids),
+                             key=lambda a: a.name)      # the course's order (nbgrader's is by due date)
+        for assignment in assignments:
+            for submission in assignment.submissions:
+                sid = submission.student.id
+                graded = any(g.auto_score is not None or g.manual_score is not None
+                             for nb in submission.notebooks for g in nb.grades)
+                penalty = float(submission.late_submission_penalty or 0)
+                seconds = submission.total_seconds_late
+                entry = Entry(sid, assignment.name, "graded" if graded else "not graded",
+                              total=max(0.0, submission.score - penalty), raw_total=submission.score,
+                              max_score=assignment.max_score, penalty=penalty, seconds_late=seconds,
+                              submitted_at=submission.timestamp.isoformat() + "Z" if submission.timestamp else "",
+                              late=seconds > 0 or outcomes.get((assignment.name, sid), False),
+                              provisional=bool(submission.needs_manual_grade))
+                for nb in submission.notebooks:
+                    for grade in nb.grades:
+                        entry.cells[grade.name] = grade.score
+                entries[(sid, assignment.name)] = entry
+        names = [a.name for a in assignments]
+        max_scores = {a.name: a.max_score for a in assignments}
+    ids = roster if roster is not None else sorted(people)
+    for sid in ids:
+        for name in names:
+            entries.setdefault((sid, name), Entry(sid, name, "missing", max_score=max_scores[name]))
+    return [people.get(i, Person(i)) for i in ids], names, entries
+
+
+def _lms_late_flags(course_dir):
+    """Late flags an LMS gave (Canvas's _LATE_), kept with the outcomes."""
+    flags = {}
+    for path in sorted((Path(course_dir) / "outcomes").glob("*.json")):
+        for student, outcome in json.loads(path.read_text()).items():
+            if outcome.get("late"):
+                flags[(path.stem, student)] = True
+    return flags
+
+
+def _number(value):
+    return "" if value is None else f"{value:g}"
+
+
+def rows_long(people, names, entries):
+    cells = []
+    for entry in entries.values():
+        cells += [c for c in entry.cells if c not in cells]
+    header = ["student", "assignment", "status", "total", "raw_total", "max", "submitted_at", "late",
+              "seconds_late", "penalty", "provisional"] + cells
+    rows = []
+    for person in people:
+        for name in names:
+            e = entries[(person.id, name)]
+            rows.append([e.student, e.assignment, e.status, _number(e.total), _number(e.raw_total),
+                         _number(e.max_score), e.submitted_at, "yes" if e.late else "",
+                         _number(e.seconds_late) if e.late else "", _number(e.penalty) if e.penalty else "",
+                         "yes" if e.provisional else ""] + [_number(e.cells.get(c)) for c in cells])
+    return header, rows
+
+
+def rows_wide(people, names, entries):
+    header = ["student"] + names + ["late", "missing", "provisional"]
+    rows = []
+    for person in people:
+        mine = [entries[(person.id, name)] for name in names]
+        rows.append([person.id] + [_number(e.total) for e in mine]
+                    + [" ".join(e.assignment for e in mine if e.late),
+                       " ".join(e.assignment for e in mine if e.status == "missing"),
+                       " ".join(e.assignment for e in mine if e.provisional)])
+    return header, rows
+
+
+def rows_canvas(people, names, entries):
+    header = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + names
+    rows = [["Points Possible", "", "", "", ""] + [_number(entries[(people[0].id, n)].max_score) if people else ""
+                                                   for n in names]]
+    for person in people:
+        name = ", ".join(p for p in (person.last_name, person.first_name) if p) or person.id
+        rows.append([name, person.lms_user_id, "", person.id, ""]
+                    + [_number(entries[(person.id, n)].total) for n in names])
+    return header, rows
+
+
+def rows_moodle(people, names, entries):
+    header = ["First name", "Last name", "Email address"] + names
+    rows = [[p.first_name, p.last_name, p.email] + [_number(entries[(p.id, n)].total) for n in names]
+            for p in people]
+    return header, rows
+
+
+def export(path, fmt="long", course_dir=COURSE_DIR, assignment_ids=None):
+    """Write the CSV; returns (path, data rows, warnings for the instructor)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    people, names, entries = gather(course_dir, assignment_ids)
+    header, rows = {"long": rows_long, "wide": rows_wide, "canvas": rows_canvas, "moodle": rows_moodle}[fmt](
+        people, names, entries)
+    notes = []
+    if fmt == "canvas" and any(not p.lms_user_id for p in people):
+        lacking = [p.id for p in people if not p.lms_user_id]
+        notes.append(f"{len(lacking)} student(s) without an lms_user_id ({', '.join(lacking[:5])}...): Canvas "
+                     "matches them by SIS Login ID only; import a roster with lms_user_id")
+    if fmt == "moodle" and any(not p.email for p in people):
+        notes.append("some students have no e-mail address: Moodle cannot match them (import a roster with email)")
+    provisional = sorted({f"{e.student}/{e.assignment}" for e in entries.values() if e.provisional})
+    if provisional:
+        notes.append(f"{len(provisional)} total(s) are provisional (written answers or ungraded notebooks "
+                     f"wait for a manual grade): {', '.join(provisional[:8])}{' ...' if len(provisional) > 8 else ''}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path, len(rows), notes

@@ -1,0 +1,91 @@
+"""Deadlines: the assignment's due date and each submission's time in the course gradebook, and
+nbgrader's late-submission penalty applied by nbgrader's own AssignLatePenalties.
+
+The penalty plugin is nbgrader's configuration: in nbgrader_config.py
+    c.AssignLatePenalties.plugin_class = "grader.stages.late.PerDayPenalty"   # or nbgrader's default
+    c.LateSubmissionPlugin.penalty_method = "zero"                           # nbgrader's: none | zero
+    c.PerDayPenalty.percent_per_day = 10
+or for one run `autograde --late-penalty none|zero|10%/day`. The default is none: late work is
+flagged, never penalised unless the instructor says so."""
+import datetime
+import logging
+import math
+import re
+
+from nbgrader.plugins import LateSubmissionPlugin
+from traitlets import Float
+from traitlets.config import Config
+
+_QUIET = logging.getLogger("grader.late")
+_QUIET.setLevel(logging.ERROR)
+PENALTY_SECTIONS = ("AssignLatePenalties", "LateSubmissionPlugin", "PerDayPenalty")
+
+
+class PerDayPenalty(LateSubmissionPlugin):
+    """A share of the score per started day late: 10 %/day takes 10 % for 1 second to 24 hours
+    late, 20 % up to 48 hours, ..., at most `max_percent`."""
+    percent_per_day = Float(10.0, help="percent of the score taken per started day late").tag(config=True)
+    max_percent = Float(100.0, help="the largest share taken, in percent").tag(config=True)
+
+    def late_submission_penalty(self, student_id, score, total_seconds_late):
+        days = math.ceil(total_seconds_late / 86400)
+        return score * min(self.max_percent, days * self.percent_per_day) / 100
+
+
+def penalty_config(option=None, course_config=None):
+    """The penalty settings: `option` (the CLI's none | zero | N%/day) when given, else the
+    penalty sections of the course's nbgrader configuration, else none."""
+    config = Config()
+    if option is None:
+        for section in PENALTY_SECTIONS:
+            if course_config is not None and section in course_config:
+                config[section] = course_config[section]
+        return config
+    text = option.strip().lower()
+    per_day = re.fullmatch(r"(\d+(?:\.\d+)?)\s*%\s*/\s*day", text)
+    if text in ("none", "zero"):
+        config.LateSubmissionPlugin.penalty_method = text
+    elif per_day:
+        config.AssignLatePenalties.plugin_class = PerDayPenalty
+        config.PerDayPenalty.percent_per_day = float(per_day.group(1))
+    else:
+        raise ValueError(f"--late-penalty {option!r}: expected none, zero or a share per day like 10%/day")
+    return config
+
+
+def describe_penalty(config):
+    plugin = config.get("AssignLatePenalties", {}).get("plugin_class")
+    if plugin in (PerDayPenalty, "grader.stages.late.PerDayPenalty"):
+        section = config.get("PerDayPenalty", {})
+        return f"{section.get('percent_per_day', 10.0):g}% per started day late"
+    method = config.get("LateSubmissionPlugin", {}).get("penalty_method", "none")
+    return {"none": "none (late work is flagged only)", "zero": "zero (late work scores 0)"}.get(
+        method, f"{plugin or method}")
+
+
+def naive_utc(when):
+    """nbgrader stores naive UTC datetimes."""
+    return when.astimezone(datetime.timezone.utc).replace(tzinfo=None) if when else None
+
+
+def set_due_date(gradebook, assignment_id, due):
+    gradebook.update_or_create_assignment(assignment_id, duedate=naive_utc(due))
+
+
+def apply_late_penalty(assignment_id, student, db_url, submitted_at, notebook, config):
+    """Record the submission time and let nbgrader's AssignLatePenalties set the penalty;
+    returns (seconds late or None when unknown, penalty)."""
+    from nbgrader.api import Gradebook
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    with Gradebook(db_url) as gb:
+        submission = gb.find_submission(assignment_id, student)
+        submission.timestamp = naive_utc(submitted_at)
+        gb.db.commit()
+        known = submission.timestamp is not None and submission.duedate is not None
+    resources = {"nbgrader": {"db_url": db_url, "assignment": assignment_id, "notebook": assignment_id,
+                              "student": student}}
+    AssignLatePenalties(config=config, log=_QUIET).preprocess(notebook, resources)
+    with Gradebook(db_url) as gb:
+        submission = gb.find_submission(assignment_id, student)
+        return (submission.total_seconds_late if known else None), float(submission.late_submission_penalty or 0)

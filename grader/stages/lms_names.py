@@ -1,0 +1,205 @@
+"""How each LMS names the files of a submissions download: who submitted, when, which attempt.
+
+A preset reads one file's path (relative to the download's top folder) and returns a `Found`, or
+None when the name is not one that LMS writes. `--pattern` builds a preset from a regular
+expression with named groups, as nbgrader's FileNameCollectorPlugin does:
+
+    canvas      {sortablename}[_LATE]_{userid}_{submissionid}_{original name}[-N].ext
+                (flat; _LATE_ when Canvas counted it late; -1, -2 ... when the same name was
+                uploaded again)
+    moodle      {Full Name}_{participantid}_assignsubmission_file_/{original name}
+                (one folder per participant; older Moodles: the same prefix on flat file names)
+    blackboard  {assignment}_{username}_attempt_{YYYY-MM-DD-HH-MM-SS}[_{original name}].ext
+    nbgrader    {student}/{assignment}/{assignment}.ipynb (+ timestamp.txt): the submitted/ folder
+                {student}+{assignment}+{timestamp}[+{random}]/{assignment}.ipynb: the exchange inbound
+    folder      {student}.ipynb, {student}_{assignment}.ipynb or {student}/{any}.ipynb (no LMS)
+"""
+import datetime
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+LMS_PRESETS = ("canvas", "moodle", "blackboard", "nbgrader")
+SAFE_ID = re.compile(r"[^A-Za-z0-9_.@-]+")
+
+
+@dataclass
+class Found:
+    """One file of the download, read by a preset."""
+    path: Path
+    login: str                                  # who, as the LMS names them (user id, username, nbgrader id)
+    name: str = ""                              # a readable name, when the LMS gives one ("Jane Doe", "doejane")
+    submitted_at: datetime.datetime | None = None   # aware (UTC) when known
+    lms_late: bool | None = None                # the LMS's own late flag, where it writes one
+    revision: int = 0                           # Canvas's re-upload suffix: -2 is later than -1
+    preset: str = ""
+    relative: PurePosixPath | None = None       # where it was in the download
+
+    @property
+    def attempt_key(self):
+        """Orders one student's files: a notebook before anything else, then the latest."""
+        when = self.submitted_at.timestamp() if self.submitted_at else float("-inf")
+        return (self.path.suffix == ".ipynb", when, self.revision, self.path.name)
+
+
+def local_time(naive_or_aware):
+    """A datetime as aware UTC; a naive one is read in this machine's time zone (as an instructor
+    types a deadline, and as Blackboard writes its attempt times)."""
+    value = naive_or_aware
+    if value.tzinfo is None:
+        value = value.astimezone()          # naive: local time
+    return value.astimezone(datetime.timezone.utc)
+
+
+def parse_time(text):
+    """'2026-10-01 23:59', '2026-10-01T23:59:00-05:00', nbgrader's '2026-10-01 12:00:00.123 UTC',
+    Blackboard's '2026-10-01-23-59-00' -> aware UTC datetime; ValueError with the forms it takes."""
+    text = text.strip()
+    blackboard = re.fullmatch(r"(\d{4})-(\d\d)-(\d\d)-(\d\d)-(\d\d)-(\d\d)", text)
+    if blackboard:
+        return local_time(datetime.datetime(*map(int, blackboard.groups())))
+    try:
+        from dateutil import parser
+        return local_time(parser.parse(text))
+    except (ValueError, OverflowError) as error:
+        raise ValueError(f"cannot read {text!r} as a date and time; expected e.g. '2026-10-01 23:59' "
+                         "(this machine's time zone) or '2026-10-01T23:59:00+02:00'") from error
+
+
+_CANVAS = re.compile(r"(?P<name>[^_/]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sid>\d+)_(?P<orig>.+?)"
+                     r"(?:-(?P<rev>\d+))?(?P<ext>\.[A-Za-z0-9]+)?", re.IGNORECASE)
+_MOODLE = re.compile(r"(?P<name>.+?)_(?P<uid>\d+)_assignsubmission_(?:file|onlinetext)_?(?P<orig>.*)")
+_BLACKBOARD = re.compile(r"(?P<assignment>.+)_(?P<user>[^_]+)_attempt_"
+                         r"(?P<time>\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d)(?:_(?P<orig>.+))?")
+_EXCHANGE = re.compile(r"(?P<student>[^+]+)\+(?P<assignment>[^+]+)\+(?P<time>[^+]+)(?:\+.*)?")
+
+
+def canvas(relative, path, assignment_id, file_time=None):
+    match = _CANVAS.fullmatch(relative.name)
+    if len(relative.parts) != 1 or not match:
+        return None
+    return Found(path, login=match["uid"], name=match["name"], lms_late=bool(match["late"]),
+                 revision=int(match["rev"] or 0), submitted_at=file_time, preset="canvas")
+
+
+def moodle(relative, path, assignment_id, file_time=None):
+    if len(relative.parts) == 2:        # one folder per participant
+        match = _MOODLE.fullmatch(relative.parts[0])
+    elif len(relative.parts) == 1:      # older Moodles: flat names with the same prefix
+        match = _MOODLE.fullmatch(relative.name)
+        match = match if match and match["orig"] else None
+    else:
+        match = None
+    if not match:
+        return None
+    return Found(path, login=match["uid"], name=match["name"], submitted_at=file_time, preset="moodle")
+
+
+def blackboard(relative, path, assignment_id, file_time=None):
+    match = _BLACKBOARD.fullmatch(relative.stem) if len(relative.parts) == 1 else None
+    if not match:
+        return None
+    return Found(path, login=match["user"], name=match["user"], submitted_at=parse_time(match["time"]),
+                 preset="blackboard")
+
+
+def nbgrader(relative, path, assignment_id, file_time=None):
+    parts = relative.parts
+    if len(parts) == 3 and parts[1] == assignment_id:                 # submitted/<student>/<aid>/...
+        student, stamp_file = parts[0], path.parent / "timestamp.txt"
+    elif len(parts) == 2 and _EXCHANGE.fullmatch(parts[0]):           # inbound/<student>+<aid>+<time>/...
+        match = _EXCHANGE.fullmatch(parts[0])
+        if match["assignment"] != assignment_id:
+            return None
+        student, stamp_file = match["student"], path.parent / "timestamp.txt"
+        if not stamp_file.exists():
+            return Found(path, login=student, name=student, submitted_at=_try_time(match["time"]),
+                         preset="nbgrader")
+    else:
+        return None
+    when = _try_time(stamp_file.read_text()) if stamp_file.exists() else None
+    return Found(path, login=student, name=student, submitted_at=when, preset="nbgrader")
+
+
+def folder(relative, path, assignment_id, file_time=None):
+    """No LMS: the student is the file's name (less the assignment id) or the top folder's."""
+    parts = relative.parts
+    if len(parts) == 1:
+        stem = relative.stem.replace(assignment_id, "").strip("_- ") or relative.stem
+        return Found(path, login=SAFE_ID.sub("_", stem), preset="folder")
+    inner = parts[1:] if len(parts) == 2 or parts[1] != assignment_id else parts[2:]
+    if len(inner) != 1:
+        return None
+    return Found(path, login=SAFE_ID.sub("_", parts[0]), preset="folder")
+
+
+def from_pattern(regex):
+    """A preset from --pattern: named groups `student` (required) and `timestamp` (optional),
+    searched in the file's path relative to the download's top folder."""
+    try:
+        compiled = re.compile(regex)
+    except re.error as error:
+        raise ValueError(f"--pattern {regex!r} is not a regular expression: {error}") from error
+    if "student" not in compiled.groupindex:
+        raise ValueError(f"--pattern {regex!r} needs a named group for the student, e.g. "
+                         r"'(?P<student>[^_]+)_(?P<timestamp>[0-9-]+)\.ipynb'")
+
+    def preset(relative, path, assignment_id, file_time=None):
+        match = compiled.search(relative.as_posix())
+        if not match or not match["student"]:
+            return None
+        when = file_time
+        if "timestamp" in compiled.groupindex and match["timestamp"]:
+            when = parse_time(match["timestamp"])
+        return Found(path, login=match["student"], name=match["student"], submitted_at=when, preset="pattern")
+    return preset
+
+
+PRESETS = {"canvas": canvas, "moodle": moodle, "blackboard": blackboard, "nbgrader": nbgrader, "folder": folder}
+
+
+def _try_time(text):
+    try:
+        return parse_time(text)
+    except ValueError:
+        return None
+
+
+def read_names(files, assignment_id, lms="auto", pattern=None):
+    """(preset name, [Found], [unrecognised relative paths]) for `files`, a list of
+    (relative PurePosixPath, Path, file time or None). `auto` takes the preset that reads the most
+    files (an LMS preset before `folder` on a tie)."""
+    if pattern:
+        preset, name = from_pattern(pattern), "pattern"
+    elif lms == "auto":
+        name = max(LMS_PRESETS + ("folder",), key=lambda n: (
+            sum(PRESETS[n](rel, path, assignment_id, when) is not None for rel, path, when in files),
+            n != "folder"))
+        preset = PRESETS[name]
+    elif lms in PRESETS:
+        preset, name = PRESETS[lms], lms
+    else:
+        raise ValueError(f"unknown --lms {lms!r}; choose one of auto, {', '.join(PRESETS)}")
+    found, unrecognised = [], []
+    for relative, path, when in files:
+        item = preset(relative, path, assignment_id, when)
+        if item is None:
+            unrecognised.append(relative)
+        else:
+            item.relative = relative
+            found.append(item)
+    return name, found, unrecognised
+
+
+def relative_files(top):
+    """Every file under `top` a student could have submitted, as (relative path, path); hidden
+    files, macOS resource forks, nbgrader's timestamp.txt and checkpoints are left out."""
+    result = []
+    for path in sorted(Path(top).rglob("*")):
+        relative = PurePosixPath(path.relative_to(top).as_posix())
+        if not path.is_file() or any(p.startswith(".") or p == "__MACOSX" for p in relative.parts):
+            continue
+        if path.name == "timestamp.txt" or ".ipynb_checkpoints" in relative.parts:
+            continue
+        result.append((relative, path))
+    return result

@@ -1,0 +1,221 @@
+"""A term as an instructor runs it (issue 12): a roster, realistic LMS downloads for two
+assignments, late work and its penalty, the exports an LMS imports, manual grades that survive
+re-grading. Real sandboxed kernels grade the notebooks (about a minute on two cores)."""
+import csv
+import datetime
+import io
+import warnings
+import zipfile
+from contextlib import redirect_stdout
+
+import nbformat
+import pytest
+
+from grader.cli import main
+from grader.course import gradebook_url
+from grader.samples import buggy_submission, perfect_submission
+from grader.stages.collect import collect
+from grader.stages.identify import identify
+from grader.roster import RosterError, RosterStudent, read_roster_csv
+
+A1, A3 = "a1_self_attention", "a3_flops_io"
+DUE = datetime.datetime(2026, 10, 1, 23, 59, tzinfo=datetime.timezone.utc)
+ROSTER = """id,first_name,last_name,email,lms_user_id
+jdoe,Jane,Doe,jane.doe@uni.example,101
+jsmith,John,Smith,john.smith@uni.example,102
+swilson,Sam,Wilson,sam.wilson@uni.example,103
+"""
+
+
+def _bytes(nb):
+    return nbformat.writes(nb).encode()
+
+
+def _zip(path, members):
+    """members: (name in the zip, notebook, aware datetime the LMS stamped it with)."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, nb, when in members:
+            info = zipfile.ZipInfo(name, date_time=when.astimezone().timetuple()[:6])  # zip times are local
+            archive.writestr(info, _bytes(nb))
+    return path
+
+
+@pytest.fixture(scope="module")
+def term(tmp_path_factory):
+    """Roster, then a Canvas download of a1 and a Moodle download of a3, graded by the CLI."""
+    root = tmp_path_factory.mktemp("term")
+    course = root / "course"
+    (root / "roster.csv").write_text(ROSTER)
+    early, before, after = DUE - datetime.timedelta(days=2), DUE - datetime.timedelta(hours=1), \
+        DUE + datetime.timedelta(hours=30)
+    buggy, _ = buggy_submission(A1, "sin_cos_swapped")
+    canvas = _zip(root / "canvas_a1.zip", [
+        ("doejane_101_5001_a1_self_attention.ipynb", buggy, early),              # first try
+        ("doejane_101_5001_a1_self_attention-1.ipynb", perfect_submission(A1), before),   # re-upload
+        ("smithjohn_LATE_102_5002_a1_self_attention.ipynb", perfect_submission(A1), after),
+        ("strangerbob_999_5003_a1_self_attention.ipynb", perfect_submission(A1), before),
+        # swilson (103) skipped a1
+    ])
+    moodle = _zip(root / "moodle_a3.zip", [
+        ("Jane Doe_101_assignsubmission_file_/a3_flops_io.ipynb", perfect_submission(A3), before),
+        ("John Smith_102_assignsubmission_file_/my_a3.ipynb", perfect_submission(A3), before),
+        ("Sam Wilson_103_assignsubmission_file_/a3_flops_io.ipynb", perfect_submission(A3), before),
+    ])
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["roster", "import", str(root / "roster.csv"), "--course-dir", str(course)]) == 0
+        assert main(["autograde", A1, str(canvas), "--lms", "auto", "--due", DUE.isoformat(),
+                     "--late-penalty", "10%/day", "--course-dir", str(course), "--workers", "2"]) == 0
+        assert main(["autograde", A3, str(moodle), "--lms", "moodle", "--course-dir", str(course),
+                     "--workers", "2"]) == 0
+    return root, course, out.getvalue()
+
+
+def _csv(path):
+    with open(path, newline="") as handle:
+        return list(csv.reader(handle))
+
+
+def _export(course, fmt, root):
+    target = root / f"grades-{fmt}.csv"
+    with redirect_stdout(io.StringIO()):
+        assert main(["export", "--format", fmt, "--output", str(target), "--course-dir", str(course)]) == 0
+    return _csv(target)
+
+
+def test_the_canvas_download_maps_to_roster_ids(term):
+    _, course, printed = term
+    from grader.autograde import Outcome  # noqa: F401 - the outcomes file is what the report reads
+    import json
+    a1 = json.loads((course / "outcomes" / f"{A1}.json").read_text())
+    assert a1["jdoe"]["status"] == "graded" and a1["jdoe"]["score"] == a1["jdoe"]["max_score"], a1["jdoe"]
+    assert "a1_self_attention-1.ipynb" in a1["jdoe"]["label"] and "not graded" in a1["jdoe"]["label"], \
+        "the re-upload was graded and the earlier file listed"
+    assert a1["swilson"]["status"] == "missing"
+    [stranger] = [o for o in a1.values() if o["status"] == "not on the roster"]
+    assert "999" in stranger["student"] and "strangerbob" in stranger["student"]
+    assert "not on the roster" in printed and "missing" in printed
+
+
+def test_the_stranger_never_enters_the_gradebook(term):
+    _, course, _ = term
+    from nbgrader.api import Gradebook
+    with warnings.catch_warnings(), Gradebook(gradebook_url(course)) as gb:
+        warnings.simplefilter("ignore")
+        assert sorted(s.id for s in gb.students) == ["jdoe", "jsmith", "swilson"]
+
+
+def test_late_work_is_flagged_and_penalised(term):
+    root, course, _ = term
+    rows = _export(course, "long", root)
+    header = rows[0]
+    by = {(r[0], r[1]): dict(zip(header, r)) for r in rows[1:]}
+    late = by[("jsmith", A1)]
+    assert late["late"] == "yes" and float(late["seconds_late"]) == pytest.approx(30 * 3600, abs=2)
+    # 30 hours late = 2 started days at 10 %/day: 20 % of the raw total
+    assert float(late["penalty"]) == pytest.approx(0.2 * float(late["raw_total"]))
+    assert float(late["total"]) == pytest.approx(0.8 * float(late["raw_total"]))
+    on_time = by[("jdoe", A1)]
+    assert on_time["late"] == "" and on_time["penalty"] == "" and on_time["total"] == on_time["raw_total"]
+    assert by[("swilson", A1)]["status"] == "missing" and by[("swilson", A1)]["total"] == ""
+
+
+def test_wide_export_one_row_per_roster_student(term):
+    root, course, _ = term
+    rows = _export(course, "wide", root)
+    assert rows[0] == ["student", A1, A3, "late", "missing", "provisional"]
+    by = {r[0]: dict(zip(rows[0], r)) for r in rows[1:]}
+    assert sorted(by) == ["jdoe", "jsmith", "swilson"]
+    assert by["jsmith"]["late"] == A1 and by["jdoe"]["late"] == ""
+    assert by["swilson"]["missing"] == A1 and by["swilson"][A1] == "" and by["swilson"][A3] != ""
+    assert by["jdoe"][A3] == by["jsmith"][A3] == by["swilson"][A3], "the renamed Moodle file was graded too"
+    # written answers are not graded yet: every submitted total is provisional
+    assert set(by["jdoe"]["provisional"].split()) == {A1, A3}
+
+
+def test_canvas_and_moodle_imports(term):
+    root, course, _ = term
+    canvas = _export(course, "canvas", root)
+    assert canvas[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    assert canvas[1][0] == "Points Possible"
+    ids = {r[1]: r for r in canvas[2:]}
+    assert sorted(ids) == ["101", "102", "103"] and ids["101"][0] == "Doe, Jane"
+    moodle = _export(course, "moodle", root)
+    assert moodle[0][:3] == ["First name", "Last name", "Email address"]
+    assert sorted(r[2] for r in moodle[1:]) == ["jane.doe@uni.example", "john.smith@uni.example",
+                                                 "sam.wilson@uni.example"]
+
+
+def test_regrading_keeps_manual_grades(term):
+    root, course, _ = term
+    from nbgrader.api import Gradebook
+    url = gradebook_url(course)
+    with warnings.catch_warnings(), Gradebook(url) as gb:
+        warnings.simplefilter("ignore")
+        grade = gb.find_grade("written_permutation", A1, A1, "jdoe")
+        grade.manual_score = 2
+        gb.db.commit()
+        before = gb.find_submission(A1, "jdoe").score
+    with redirect_stdout(io.StringIO()):
+        assert main(["autograde", A1, str(root / "canvas_a1.zip"), "--course-dir", str(course),
+                     "--workers", "2"]) == 0
+    with warnings.catch_warnings(), Gradebook(url) as gb:
+        warnings.simplefilter("ignore")
+        assert gb.find_grade("written_permutation", A1, A1, "jdoe").manual_score == 2
+        assert gb.find_submission(A1, "jdoe").score == before
+
+
+# --- fast: the naming presets and the roster, without kernels ----------------------------------
+
+def _touch(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}")
+
+
+def test_presets_read_each_lms(tmp_path):
+    _touch(tmp_path / "bb" / "a1_self_attention_jdoe_attempt_2026-10-01-22-15-03_a1.ipynb")
+    _touch(tmp_path / "bb" / "a1_self_attention_jdoe_attempt_2026-10-02-09-00-00_a1.ipynb")
+    intake = collect(A1, tmp_path / "bb")
+    assert intake.preset == "blackboard"
+    [only] = intake.submissions
+    assert only.login == "jdoe" and only.submitted_at.astimezone().hour == 9 and len(only.others) == 1
+    _touch(tmp_path / "ex" / f"alice+{A1}+2026-10-01 10:00:00.000000 UTC+abc123" / f"{A1}.ipynb")
+    _touch(tmp_path / "ex" / f"alice+{A1}+2026-10-02 10:00:00.000000 UTC+def456" / f"{A1}.ipynb")
+    intake = collect(A1, tmp_path / "ex")
+    [alice] = intake.submissions
+    assert intake.preset == "nbgrader" and alice.submitted_at.day == 2 and "def456" in str(alice.path)
+
+
+def test_pattern_and_unrecognised_files(tmp_path):
+    _touch(tmp_path / "p" / "hw1-alice-20261001T1200.ipynb")
+    _touch(tmp_path / "p" / "README.txt")
+    intake = collect(A1, tmp_path / "p", pattern=r"hw1-(?P<student>[a-z]+)-(?P<timestamp>\d{8}T\d{4})")
+    assert [s.login for s in intake.submissions] == ["alice"]
+    assert intake.unrecognised == ["README.txt"]
+    with pytest.raises(ValueError, match="named group"):
+        collect(A1, tmp_path / "p", pattern=r"hw1-(\w+)")
+
+
+def test_identify_by_lms_id_email_or_name():
+    roster = [RosterStudent("jdoe", "Jane", "Doe", "jane.doe@uni.example", "101"),
+              RosterStudent("bkim", "Bo", "Kim", "bo.kim@uni.example", "")]
+
+    class S:   # the fields identify reads
+        def __init__(self, login, name="", preset="canvas"):
+            self.login, self.name, self.preset, self.student = login, name, preset, ""
+            self.submitted_at, self.others, self.note, self.path = None, [], None, None
+    found = identify([S("101", "doejane"), S("555", "kimbo"), S("bo.kim", preset="blackboard"),
+                      S("777", "nobody")], roster)
+    assert sorted(s.student for s in found.submissions) == ["bkim", "jdoe"]   # bkim twice: one kept
+    assert len(found.strangers) == 1 and "add them to the roster" in found.strangers[0][1]
+    assert found.missing == []
+
+
+def test_roster_errors_say_what_is_wrong(tmp_path):
+    bad = tmp_path / "roster.csv"
+    bad.write_text("name,email\nJane,jane@x\n")
+    with pytest.raises(RosterError, match="including `id`"):
+        read_roster_csv(bad)
+    bad.write_text("id,email\njdoe,a@x\njdoe,b@x\n")
+    with pytest.raises(RosterError, match="line 3"):
+        read_roster_csv(bad)
