@@ -11,6 +11,7 @@ processes (RLIMIT_NPROC cannot, for a sandbox started by root), and ending the k
 process group ends everything inside it (--die-with-parent, a PID namespace).
 """
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -96,16 +97,113 @@ def write_kernelspec(kernels_dir, workdir, runtime_dir, limits, name="course-san
     return name
 
 
-def check_available():
-    """Raise SandboxUnavailable with the reason if bubblewrap cannot start a sandbox here."""
-    for tool in ("bwrap", "prlimit"):
+def check_available(root="/"):
+    """Raise SandboxUnavailable if bubblewrap cannot start a sandbox here. The message says why
+    and how to fix it on the system it detected (its first line is the short reason)."""
+    system = detect_system(root)
+    if system.kind in ("macos", "windows"):
+        raise SandboxUnavailable(
+            f"the grading sandbox (bubblewrap) runs only on Linux, and this is {system.name}.\n"
+            "  fix: grade on a Linux machine, a Linux VM, or WSL2 on Windows; in a Docker container, "
+            "start it with\n  --security-opt seccomp=unconfined --security-opt apparmor=unconfined "
+            "(bubblewrap creates namespaces, which Docker's default profiles block)\n"
+            "  then run this command again")
+    for tool, package in (("bwrap", "bubblewrap"), ("prlimit", "util-linux")):
         if shutil.which(tool) is None:
-            raise SandboxUnavailable(f"`{tool}` is not installed (Debian: apt-get install bubblewrap util-linux)")
+            raise SandboxUnavailable(
+                f"`{tool}` is not installed (it comes with the {package} package; this is {system.name}).\n"
+                f"  fix: {install_command(system)}\n" + _userns_advice(system, root) +
+                "  then run this command again")
     probe = bwrap_argv(Path("/tmp"), Path("/tmp")) + ["/bin/true"]
     try:
         result = subprocess.run(probe, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as error:
-        raise SandboxUnavailable(f"bubblewrap could not start: {error}") from error
+        raise SandboxUnavailable(f"bubblewrap could not start: {error}.\n  then run this command again") from error
     if result.returncode != 0:
-        raise SandboxUnavailable("bubblewrap could not create its namespaces "
-                                 f"({result.stderr.strip() or result.returncode}); user namespaces disabled?")
+        said = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else f"exit {result.returncode}"
+        raise SandboxUnavailable(f"bubblewrap is installed but could not create its namespaces "
+                                 f"(bwrap said: {said}; this is {system.name}).\n"
+                                 + (_userns_advice(system, root) or _namespace_advice(system, root))
+                                 + "  then run this command again")
+
+
+# ---- what system is this, and what fixes the sandbox on it ----
+
+@dataclass
+class System:
+    kind: str          # "debian" (Debian, Ubuntu, Mint...), "fedora" (Fedora, RHEL, CentOS, Rocky...),
+                       # "arch", "suse", "alpine", "linux" (another), "macos", "windows"
+    name: str          # for people: "Ubuntu 24.04.1 LTS"
+
+
+def detect_system(root="/"):
+    """Read the platform and /etc/os-release (under `root`, so tests can fake a machine)."""
+    if Path(root) == Path("/") and sys.platform == "darwin":
+        return System("macos", "macOS")
+    if Path(root) == Path("/") and sys.platform in ("win32", "cygwin"):
+        return System("windows", "Windows")
+    fields = {}
+    for candidate in ("etc/os-release", "usr/lib/os-release"):
+        path = Path(root) / candidate
+        if path.is_file():
+            for line in path.read_text(errors="replace").splitlines():
+                key, _, value = line.partition("=")
+                fields[key.strip()] = value.strip().strip('"')
+            break
+    ids = {fields.get("ID", "").lower(), *fields.get("ID_LIKE", "").lower().split()}
+    name = fields.get("PRETTY_NAME") or fields.get("NAME") or "Linux"
+    if "darwin" in ids or "macos" in ids:
+        return System("macos", name)
+    for kind, members in (("debian", {"debian", "ubuntu"}), ("fedora", {"fedora", "rhel", "centos"}),
+                          ("arch", {"arch"}), ("suse", {"suse", "opensuse"}), ("alpine", {"alpine"})):
+        if ids & members:
+            return System(kind, name)
+    return System("linux", name)
+
+
+def install_command(system):
+    return {"debian": "sudo apt-get install bubblewrap util-linux",
+            "fedora": "sudo dnf install bubblewrap util-linux",
+            "arch": "sudo pacman -S bubblewrap util-linux",
+            "suse": "sudo zypper install bubblewrap util-linux",
+            "alpine": "sudo apk add bubblewrap util-linux"}.get(
+        system.kind, "install your distribution's bubblewrap package (it provides `bwrap`) and util-linux "
+                     "(`prlimit`)")
+
+
+def _read_setting(root, relative):
+    try:
+        return (Path(root) / relative).read_text().strip()
+    except OSError:
+        return None
+
+
+def _userns_advice(system, root="/"):
+    """The fix for Ubuntu 23.10+'s AppArmor restriction on unprivileged user namespaces, when it is on
+    and we are not root (root keeps the right to create namespaces); '' otherwise."""
+    restricted = _read_setting(root, "proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1"
+    if not restricted or (Path(root) == Path("/") and os.geteuid() == 0):
+        return ""
+    return ("  and: this system restricts user namespaces to programs AppArmor allows "
+            "(kernel.apparmor_restrict_unprivileged_userns = 1, as on Ubuntu 24.04). Allow bubblewrap:\n"
+            "    sudo apt-get install apparmor-profiles && sudo install -m 0644 "
+            "/usr/share/apparmor/extra-profiles/bwrap-userns-restrict /etc/apparmor.d/ && "
+            "sudo apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict\n"
+            "  or lift the restriction for the whole machine (simpler, broader):\n"
+            "    sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0   (to keep it after a reboot: "
+            "echo kernel.apparmor_restrict_unprivileged_userns=0 | sudo tee /etc/sysctl.d/60-userns.conf)\n")
+
+
+def _namespace_advice(system, root="/"):
+    """Why else bubblewrap cannot create namespaces here, and the fix."""
+    if _read_setting(root, "proc/sys/kernel/unprivileged_userns_clone") == "0":
+        return ("  fix: unprivileged user namespaces are switched off (kernel.unprivileged_userns_clone = 0): "
+                "sudo sysctl -w kernel.unprivileged_userns_clone=1\n")
+    if _read_setting(root, "proc/sys/user/max_user_namespaces") == "0":
+        return ("  fix: user namespaces are switched off (user.max_user_namespaces = 0): "
+                "sudo sysctl -w user.max_user_namespaces=10000\n")
+    if any((Path(root) / marker).exists() for marker in (".dockerenv", "run/.containerenv")):
+        return ("  fix: this is a container, and its runtime blocks namespaces: start it with "
+                "--security-opt seccomp=unconfined --security-opt apparmor=unconfined (or grade on the host)\n")
+    return ("  fix: bubblewrap needs user namespaces; check `unshare --user --map-root-user true` works for "
+            "this user, then the kernel's user-namespace settings\n")
