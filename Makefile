@@ -12,12 +12,24 @@ GPU_PYTHON ?= $(PYTHON)
 endif
 GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
 
-.PHONY: install demo test test-fast check release gpu-report clean
+.PHONY: install python-version demo test test-fast check release gpu-report clean
 
 install: $(STAMP)
 
+# the first step on a fresh clone: Python 3.11 or newer, or a message that says what to do
+# (run alone: make python-version)
+PYTHON_VERSION_CHECK = $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	found=$$($(PYTHON) --version 2>/dev/null | head -n 1); \
+	echo "make: the course needs Python 3.11 or newer to create $(VENV)/; '$(PYTHON)' is $${found:-not installed}." >&2; \
+	echo "  fix: install Python 3.11+ (python.org, your package manager, or conda), then run" \
+	     "make $(or $(MAKECMDGOALS),install) PYTHON=python3.11 (or the path of that interpreter)" >&2; exit 1; }
+
+python-version:
+	@$(PYTHON_VERSION_CHECK)
+
 # torch==2.13.0 is held by constraints.txt, so no package can pull another (CUDA) build
 $(STAMP): requirements.txt constraints.txt
+	@$(PYTHON_VERSION_CHECK)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -r requirements.txt -c constraints.txt
 	touch $(STAMP)
@@ -45,5 +57,7 @@ release: install       ## regenerate assignments/ from solutions/
 gpu-report:            ## on a CUDA machine: every notebook, the decode benchmark, the gate on the GPU -> out/gpu/report.md (exit 3 without CUDA)
 	$(GPU_PYTHON) tools/gpu_report.py
 
+# generated outputs only: course/ holds the gradebook, manual grades and autograded submissions,
+# so no routine command removes it (delete it by hand, knowingly, to start a term afresh)
 clean:
-	rm -rf out course .pytest_cache
+	rm -rf out .pytest_cache
