@@ -8,7 +8,39 @@ from pathlib import Path
 
 from traitlets.config import Config
 
-REPO = Path(__file__).resolve().parent.parent
+# what makes a folder a course: its nbgrader configuration and its source notebooks
+COURSE_MARKERS = ("nbgrader_config.py", "solutions")
+PACKAGE_REPO = Path(__file__).resolve().parent.parent   # the checkout this package lives in
+
+
+def is_course_root(path):
+    path = Path(path)
+    return (path / COURSE_MARKERS[0]).is_file() and (path / COURSE_MARKERS[1]).is_dir()
+
+
+def find_course_root(start=None, environ=os.environ):
+    """The course this command works on: $GRADER_COURSE_ROOT when set (it must be a course);
+    else the nearest folder at or above `start` (default: the current directory) holding
+    nbgrader_config.py and solutions/; else the checkout this package was imported from (so
+    `python -m grader` in a repository clone works from anywhere)."""
+    explicit = environ.get("GRADER_COURSE_ROOT")
+    if explicit:
+        root = Path(explicit).expanduser().resolve()
+        if not is_course_root(root):
+            raise SystemExit(f"GRADER_COURSE_ROOT={explicit} is not a course folder: expected "
+                             f"{' and '.join(COURSE_MARKERS)} in it")
+        return root
+    try:
+        here = Path(start or os.getcwd()).resolve()
+    except FileNotFoundError:   # the current directory was deleted
+        return PACKAGE_REPO
+    for folder in (here, *here.parents):
+        if is_course_root(folder):
+            return folder
+    return PACKAGE_REPO
+
+
+REPO = find_course_root()
 SOURCE_DIR = REPO / "solutions"
 RELEASE_DIR = REPO / "assignments"
 COURSE_DIR = REPO / "course"              # grading-time state, never committed

@@ -30,8 +30,10 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-CATALOGUE_DIR = Path(__file__).resolve().parent.parent / "mutants"
-ALTERNATIVES_DIR = Path(__file__).resolve().parent.parent / "alternatives"
+from .course import REPO   # the course found from the current directory
+
+CATALOGUE_DIR = REPO / "mutants"
+ALTERNATIVES_DIR = REPO / "alternatives"
 
 
 @dataclass

@@ -1,0 +1,86 @@
+"""The grader as an installable package (issue 12, item 9): pyproject builds a wheel with every
+subpackage and the `grader` console script, and the installed package works on the course found
+from the current directory, not on the folder it was installed from."""
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.course import PACKAGE_REPO, find_course_root
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def make_course(folder):
+    """The markers of a course (nbgrader_config.py, solutions/) with one assignment in it."""
+    (folder / "solutions" / "a1_self_attention").mkdir(parents=True)
+    shutil.copy(REPO / "nbgrader_config.py", folder / "nbgrader_config.py")
+    shutil.copy(REPO / "solutions" / "a1_self_attention" / "a1_self_attention.ipynb",
+                folder / "solutions" / "a1_self_attention")
+    (folder / "lectures").mkdir()
+    return folder
+
+
+def test_course_root_is_found_from_the_current_directory(tmp_path):
+    course = make_course(tmp_path / "my-course")
+    assert find_course_root(course / "lectures", environ={}) == course.resolve()
+    assert find_course_root(course, environ={}) == course.resolve()
+    # outside any course: the checkout the package comes from
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    assert find_course_root(outside, environ={}) == PACKAGE_REPO
+    # an explicit root wins, and must be a course
+    assert find_course_root(outside, environ={"GRADER_COURSE_ROOT": str(course)}) == course.resolve()
+    with pytest.raises(SystemExit, match="not a course folder"):
+        find_course_root(course, environ={"GRADER_COURSE_ROOT": str(outside)})
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    """A wheel built from a copy of the sources (no build/ or egg-info in the repository)."""
+    source = tmp_path_factory.mktemp("src")
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(REPO / name, source / name)
+    shutil.copytree(REPO / "grader", source / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path_factory.mktemp("wheel")
+    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                             "-w", str(out), str(source)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"pip wheel failed:\n{result.stderr[-3000:]}"
+    [built] = out.glob("attention_course-*.whl")
+    return built
+
+
+def test_wheel_has_the_whole_grader_and_its_command(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for needed in ("grader/cli.py", "grader/course.py", "grader/provided/checks.py", "grader/provided/device.py",
+                   "grader/runtime/record.py", "grader/stages/execute_worker.py"):
+        assert needed in names, f"the wheel lacks {needed}"
+    assert not any(name.startswith(("solutions/", "mutants/", "tests/")) for name in names), \
+        "the wheel carries course content or tests"
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    text = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "[console_scripts]" in text and "grader = grader.cli:main" in text, text
+
+
+def test_installed_grader_works_on_the_course_in_the_current_directory(wheel, tmp_path):
+    """The package unpacked elsewhere (as pip installs it), run from inside another course: it
+    sees that course's assignments, not this repository's."""
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    course = make_course(tmp_path / "my-course")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import grader.course as c; "
+            "print(c.REPO); print(','.join(c.assignment_ids()))")
+    result = subprocess.run([sys.executable, "-c", code, str(site)], cwd=course / "lectures",
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    root, ids = result.stdout.split()
+    assert Path(root) == course.resolve(), f"the installed grader works on {root}, expected {course}"
+    assert ids == "a1_self_attention", ids
+    # the console script's function, as the `grader` command calls it
+    result = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                             "from grader.cli import main; sys.exit(main(['--help']))", str(site)],
+                            cwd=course, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "autograde" in result.stdout, result.stdout + result.stderr
