@@ -42,12 +42,25 @@ def test_environment_yml_names_python_311(env):
     assert "pip" in deps, "environment.yml must install pip to use its pip section"
 
 
-def test_environment_yml_pip_section_is_the_requirements(env):
+def test_environment_yml_pip_section_is_the_student_requirements(env):
     pip_sections = [d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d]
     assert len(pip_sections) == 1, "environment.yml needs exactly one pip section"
     entries = [e.strip() for e in pip_sections[0]]
-    # exactly: the requirements file, held by the constraints file; nothing pinned twice
-    assert sorted(entries) == sorted(["-r requirements.txt", "-c constraints.txt"]), entries
+    # exactly: the student set, held by the constraints file; nothing pinned twice
+    assert sorted(entries) == sorted(["-r requirements-student.txt", "-c constraints.txt"]), entries
+
+
+GRADING_ONLY = {"nbgrader", "dask", "distributed", "psycopg2-binary", "playwright", "pytest", "nbval"}
+
+
+def test_student_requirements_are_the_instructor_pins_without_the_grader():
+    student, full = _pins("requirements-student.txt"), _pins("requirements.txt")
+    for pkg in ("torch", "matplotlib", "jupyterlab", "ipykernel"):
+        assert pkg in student, f"requirements-student.txt does not pin {pkg}"
+    assert not GRADING_ONLY & set(student), \
+        f"students would install grading tools: {sorted(GRADING_ONLY & set(student))}"
+    differ = {p: (v, full.get(p)) for p, v in student.items() if full.get(p) != v}
+    assert not differ, f"requirements-student.txt pins other versions than requirements.txt (student, CI): {differ}"
 
 
 def test_requirements_pin_every_package():
@@ -100,3 +113,71 @@ def test_readme_commands_are_what_ci_runs():
     # whatever else CI runs is set-up for the test command, not a second test command
     assert not any(re.search(r"\bpytest\b", c) for c in ci_commands), \
         ".ci/run runs pytest directly: the README's `make test` should be the one test command"
+
+
+# ---- conventions (issue 12, item 9): pyproject, LICENSE, CHANGELOG, CI workflow ----
+
+@pytest.fixture(scope="module")
+def pyproject():
+    import tomllib
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
+def _names(requirements):
+    from packaging.requirements import Requirement
+    return {Requirement(r).name.lower(): Requirement(r) for r in requirements}
+
+
+def test_pyproject_builds_with_setuptools_and_installs_the_grader_command(pyproject):
+    assert pyproject.get("build-system", {}).get("build-backend") == "setuptools.build_meta", \
+        "pyproject.toml needs [build-system] with setuptools.build_meta"
+    assert pyproject["project"].get("scripts", {}).get("grader") == "grader.cli:main", \
+        "the `grader` console script should run grader.cli:main"
+    assert pyproject["project"]["requires-python"] == ">=3.11"
+    for path in pyproject["project"].get("license-files", []):
+        assert (REPO / path).exists(), f"pyproject names a license file that is missing: {path}"
+
+
+def test_pyproject_extras_cover_the_pinned_sets(pyproject):
+    from packaging.version import Version
+    project = pyproject["project"]
+    extras = project.get("optional-dependencies", {})
+    assert {"student", "instructor", "scale", "test"} <= set(extras), sorted(extras)
+    base = _names(project["dependencies"])
+    assert set(_names(extras["scale"])) == {"dask", "distributed", "psycopg2-binary"}, extras["scale"]
+    assert "playwright" in _names(extras["test"]), extras["test"]
+    checks = [("requirements-student.txt", {**base, **_names(extras["student"])}),
+              ("requirements.txt", {**base, **_names(extras["instructor"]), **_names(extras["scale"])}),
+              ("requirements-test.txt", _names(extras["test"]))]
+    for filename, declared in checks:
+        for pkg, version in _pins(filename).items():
+            assert pkg in declared, f"{filename} pins {pkg}, which pyproject.toml does not list for that role"
+            assert declared[pkg].specifier.contains(Version(version), prereleases=True), \
+                f"{filename} pins {pkg}=={version}, outside pyproject.toml's {declared[pkg]}"
+    assert not GRADING_ONLY & set({**base, **_names(extras["student"])}), "the student extra pulls in grading tools"
+
+
+def test_pytest_settings_are_intact(pyproject):
+    options = pyproject["tool"]["pytest"]["ini_options"]
+    assert options["testpaths"] == ["tests", "solutions", "lectures"]
+    declared = {m.split(":", 1)[0] for m in options["markers"]}
+    assert {"batch", "browser", "hosted", "engine"} <= declared, declared
+
+
+def test_license_says_what_each_license_covers():
+    text = (REPO / "LICENSE").read_text()
+    assert "MIT License" in text and "Permission is hereby granted, free of charge" in text
+    assert "CC BY 4.0" in text and "creativecommons.org/licenses/by/4.0" in text
+    code, content = text.index("Code: MIT"), text.index("Content: Creative Commons")
+    assert "grader/" in text[code:content] and "Markdown" in text[content:], \
+        "LICENSE should say the code (grader/, code cells) is MIT and the text and figures are CC BY 4.0"
+
+
+def test_changelog_and_ci_workflow():
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    assert re.search(r"^## \[?Unreleased\]?", changelog, flags=re.M), "CHANGELOG.md has no Unreleased section"
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "ci.yml").read_text())
+    steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
+    runs = [step.get("run", "") for step in steps]
+    assert any(re.search(r"(^|\s)(bash )?\.ci/run\b", run) for run in runs), \
+        f"the GitHub workflow does not run .ci/run: {runs}"
