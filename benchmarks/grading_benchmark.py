@@ -17,7 +17,8 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.autograde import Batch, autograde  # noqa: E402
+from grader.autograde import autograde  # noqa: E402
+from grader.batch import Batch  # noqa: E402
 from grader.course import assignment_ids  # noqa: E402
 from grader.mutants import load_catalogue  # noqa: E402
 from grader.samples import buggy_submission, perfect_submission, release_notebook  # noqa: E402

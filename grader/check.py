@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from . import notebook as nbtools
 from .course import SOURCE_DIR
 from .inprocess import run_in_process
-from .judge import judge_notebook
+from .stages.judge import judge_notebook
 from .mutants import load_alternatives, load_catalogue
 from .release import release_differences, stale_provided_cells
 from .trace import solution_trace
@@ -59,7 +59,7 @@ def check_assignment(assignment_id, run_release=True, progress=True, device=None
     started = time.time()
     report = AssignmentReport(assignment_id)
     source = nbtools.read(nbtools.notebook_path(SOURCE_DIR, assignment_id))
-    points = {nbtools.grade_id(c): nbtools.points(c) for c in nbtools.test_cells(source)}
+    points = nbtools.test_points(source)
     full = sum(points.values())
 
     trace = solution_trace(assignment_id, device)
@@ -180,7 +180,7 @@ def _check_alternatives(assignment_id, source, trace, points, device, progress, 
 
 
 def _check_release_scores_zero(assignment_id, full):
-    from .autograde import Batch
+    from .batch import Batch
     from .samples import release_notebook
     import nbformat
 

@@ -15,11 +15,12 @@ import dataclasses
 import tempfile
 from pathlib import Path
 
+from .batch import Batch, Graded
+
 _WORKER_BATCHES = {}
 
 
 def _worker_batch(assignment_id, options):
-    from .autograde import Batch
     key = (assignment_id, tuple(sorted(options.items())))
     if key not in _WORKER_BATCHES:   # one template gradebook and trace per worker process
         scratch = Path(tempfile.mkdtemp(prefix="dask-course-"))
@@ -39,8 +40,7 @@ def grade_task(assignment_id, submission, content, options):
         outcome, pending = batch.grade(dataclasses.replace(submission, path=path))
     if pending is None:
         return outcome, None
-    db_url, notebook_path = pending
-    return outcome, (Path(db_url.removeprefix("sqlite:///")).read_bytes(), Path(notebook_path).read_bytes())
+    return outcome, (Path(pending.db_url.removeprefix("sqlite:///")).read_bytes(), Path(pending.notebook).read_bytes())
 
 
 def grade_with_dask(batch, submissions, scheduler=None, workers=2, progress=None):
@@ -65,7 +65,7 @@ def grade_with_dask(batch, submissions, scheduler=None, workers=2, progress=None
                     folder.mkdir()
                     (folder / "gradebook.db").write_bytes(payload[0])
                     (folder / "autograded.ipynb").write_bytes(payload[1])
-                    pending = (f"sqlite:///{folder / 'gradebook.db'}", folder / "autograded.ipynb")
+                    pending = Graded(f"sqlite:///{folder / 'gradebook.db'}", folder / "autograded.ipynb")
                 batch.merge(outcome, pending)
                 outcomes.append(outcome)
                 if progress is not None:

@@ -50,8 +50,13 @@ def points(cell):
     return float(nbgrader_meta(cell).get("points", 0))
 
 
+def test_points(nb):
+    """{grade id: points} of the notebook's test cells, in notebook order."""
+    return {grade_id(cell): points(cell) for cell in test_cells(nb)}
+
+
 def max_auto_points(nb):
-    return sum(points(cell) for cell in test_cells(nb))
+    return sum(test_points(nb).values())
 
 
 def defined_names(source):

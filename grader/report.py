@@ -50,7 +50,7 @@ def build_report(assignment_id, course_dir=COURSE_DIR):
     graded = [o for o in outcomes if o["status"] == "graded"]
     not_graded = [o for o in outcomes if o["status"] != "graded"]
     released = nbtools.read(nbtools.notebook_path(RELEASE_DIR, assignment_id))
-    tests = [(nbtools.grade_id(c), nbtools.points(c)) for c in nbtools.test_cells(released)]
+    tests = list(nbtools.test_points(released).items())
     max_score = sum(points for _, points in tests)
 
     rates = [sum(test in o["failed"] for o in graded) / max(len(graded), 1) for test, _ in tests]

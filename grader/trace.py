@@ -5,7 +5,7 @@ from functools import lru_cache
 from . import notebook as nbtools
 from .course import SOURCE_DIR
 from .inprocess import run_in_process
-from .judge import Trace
+from .stages.judge import Trace
 
 
 @lru_cache(maxsize=None)

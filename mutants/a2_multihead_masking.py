@@ -13,33 +13,85 @@ import torch.nn.functional as F
 from grader.mutants import mutant
 
 
-def _mha_init(module, d_model, n_heads, bias=True, check=True):
-    if check and d_model % n_heads != 0:
-        raise ValueError("d_model must be divisible by n_heads")
-    module.n_heads = n_heads
-    module.q_proj = nn.Linear(d_model, d_model, bias=bias)
-    module.k_proj = nn.Linear(d_model, d_model, bias=bias)
-    module.v_proj = nn.Linear(d_model, d_model, bias=bias)
-    module.o_proj = nn.Linear(d_model, d_model, bias=bias)
-    module.last_attn_weights = None
+# Shared, correct parts. Each mutant below writes out only the code its bug lives in and takes the
+# rest from here, so the bug is the one thing to read in it.
 
 
-def _block_init(module, d_model, n_heads, d_ff, dropout=0.0, norm_first=True):
-    module.norm_first = norm_first
-    module.attn = MultiHeadAttention(d_model, n_heads)
-    module.ff = FeedForward(d_model, d_ff, dropout)
-    module.norm1 = nn.LayerNorm(d_model)
-    module.norm2 = nn.LayerNorm(d_model)
+class _MHA(nn.Module):
+    """MultiHeadAttention's correct constructor (check=False skips the divisibility check)."""
+
+    def __init__(self, d_model, n_heads, bias=True, check=True):
+        super().__init__()
+        if check and d_model % n_heads != 0:
+            raise ValueError("d_model must be divisible by n_heads")
+        self.n_heads = n_heads
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.o_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.last_attn_weights = None
 
 
-def _lm_init(module, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout=0.0, norm_first=True):
-    module.max_len = max_len
-    module.tok_emb = nn.Embedding(vocab_size, d_model)
-    module.pos_emb = nn.Embedding(max_len, d_model)
-    module.blocks = nn.ModuleList(
-        [TransformerBlock(d_model, n_heads, d_ff, dropout, norm_first=norm_first) for _ in range(n_layers)])
-    module.norm_f = nn.LayerNorm(d_model)
-    module.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+def _qkv(module, query, key, value):
+    """The correct defaults (key = query, value = key), projected and split into heads."""
+    key = query if key is None else key
+    value = key if value is None else value
+    return (split_heads(module.q_proj(query), module.n_heads), split_heads(module.k_proj(key), module.n_heads),
+            split_heads(module.v_proj(value), module.n_heads))
+
+
+def _mha_forward(module, query, key=None, value=None, mask=None):
+    """The correct forward."""
+    q, k, v = _qkv(module, query, key, value)
+    out, module.last_attn_weights = scaled_dot_product_attention(q, k, v, mask)
+    return module.o_proj(merge_heads(out))
+
+
+class _Block(nn.Module):
+    """TransformerBlock's correct constructor."""
+
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=True):
+        super().__init__()
+        self.norm_first = norm_first
+        self.attn = MultiHeadAttention(d_model, n_heads)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+
+
+class _LM(nn.Module):
+    """DecoderOnlyLM's correct constructor (norm_first is passed on to every block)."""
+
+    def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout=0.0, norm_first=True):
+        super().__init__()
+        self.max_len = max_len
+        self.tok_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(max_len, d_model)
+        self.blocks = nn.ModuleList(
+            [TransformerBlock(d_model, n_heads, d_ff, dropout, norm_first=norm_first) for _ in range(n_layers)])
+        self.norm_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+
+
+def _embed(module, ids):
+    """The correct length check, token and position embeddings."""
+    length = ids.shape[1]
+    if length > module.max_len:
+        raise ValueError("sequence too long")
+    return module.tok_emb(ids) + module.pos_emb(torch.arange(length, device=ids.device))
+
+
+def _causal_blocks(module, x):
+    """Every block, with the causal mask."""
+    mask = causal_mask(x.shape[1], device=x.device)
+    for block in module.blocks:
+        x = block(x, mask)
+    return x
+
+
+def _lm_forward(module, ids):
+    """The correct forward."""
+    return module.lm_head(module.norm_f(_causal_blocks(module, _embed(module, ids))))
 
 
 # --- split_heads / merge_heads ------------------------------------------------------------
@@ -105,17 +157,9 @@ def padding_mask_pad_zero(token_ids, pad_id):
 
 
 @mutant("MultiHeadAttention", "scores scaled by sqrt(d_model) instead of sqrt(d_head)", fails=("test_mha_values",))
-class mha_scale_by_d_model(nn.Module):
-    def __init__(self, d_model, n_heads, bias=True):
-        super().__init__()
-        _mha_init(self, d_model, n_heads, bias)
-
+class mha_scale_by_d_model(_MHA):
     def forward(self, query, key=None, value=None, mask=None):
-        key = query if key is None else key
-        value = key if value is None else value
-        q = split_heads(self.q_proj(query), self.n_heads)
-        k = split_heads(self.k_proj(key), self.n_heads)
-        v = split_heads(self.v_proj(value), self.n_heads)
+        q, k, v = _qkv(self, query, key, value)
         scores = q @ k.transpose(-2, -1) / math.sqrt(query.shape[-1])
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
@@ -126,11 +170,7 @@ class mha_scale_by_d_model(nn.Module):
 
 @mutant("MultiHeadAttention", "ignores key/value: always self-attention", fails=("test_mha_shapes_and_errors",
                                                                                  "test_mha_cross_attention"))
-class mha_always_self(nn.Module):
-    def __init__(self, d_model, n_heads, bias=True):
-        super().__init__()
-        _mha_init(self, d_model, n_heads, bias)
-
+class mha_always_self(_MHA):
     def forward(self, query, key=None, value=None, mask=None):
         q = split_heads(self.q_proj(query), self.n_heads)
         k = split_heads(self.k_proj(query), self.n_heads)
@@ -141,51 +181,27 @@ class mha_always_self(nn.Module):
 
 @mutant("MultiHeadAttention", "value defaults to query instead of key: mha(x, memory) reads values from x",
         fails=("test_mha_cross_attention",))
-class mha_value_defaults_to_query(nn.Module):
-    def __init__(self, d_model, n_heads, bias=True):
-        super().__init__()
-        _mha_init(self, d_model, n_heads, bias)
-
+class mha_value_defaults_to_query(_MHA):
     def forward(self, query, key=None, value=None, mask=None):
         key = query if key is None else key
         value = query if value is None else value
-        q = split_heads(self.q_proj(query), self.n_heads)
-        k = split_heads(self.k_proj(key), self.n_heads)
-        v = split_heads(self.v_proj(value), self.n_heads)
-        out, self.last_attn_weights = scaled_dot_product_attention(q, k, v, mask)
-        return self.o_proj(merge_heads(out))
+        return _mha_forward(self, query, key, value, mask)
 
 
 @mutant("MultiHeadAttention", "no ValueError: d_model // n_heads silently truncates",
         fails=("test_mha_shapes_and_errors",))
-class mha_no_divisibility_check(nn.Module):
+class mha_no_divisibility_check(_MHA):
     def __init__(self, d_model, n_heads, bias=True):
-        super().__init__()
-        _mha_init(self, d_model, n_heads, bias, check=False)
+        super().__init__(d_model, n_heads, bias, check=False)
 
-    def forward(self, query, key=None, value=None, mask=None):
-        key = query if key is None else key
-        value = key if value is None else value
-        q = split_heads(self.q_proj(query), self.n_heads)
-        k = split_heads(self.k_proj(key), self.n_heads)
-        v = split_heads(self.v_proj(value), self.n_heads)
-        out, self.last_attn_weights = scaled_dot_product_attention(q, k, v, mask)
-        return self.o_proj(merge_heads(out))
+    forward = _mha_forward
 
 
 @mutant("MultiHeadAttention", "stores the weights averaged over heads (B, Lq, Lk)",
         fails=("test_mha_shapes_and_errors", "test_mha_values"))
-class mha_averaged_weights(nn.Module):
-    def __init__(self, d_model, n_heads, bias=True):
-        super().__init__()
-        _mha_init(self, d_model, n_heads, bias)
-
+class mha_averaged_weights(_MHA):
     def forward(self, query, key=None, value=None, mask=None):
-        key = query if key is None else key
-        value = key if value is None else value
-        q = split_heads(self.q_proj(query), self.n_heads)
-        k = split_heads(self.k_proj(key), self.n_heads)
-        v = split_heads(self.v_proj(value), self.n_heads)
+        q, k, v = _qkv(self, query, key, value)
         out, weights = scaled_dot_product_attention(q, k, v, mask)
         self.last_attn_weights = weights.mean(dim=1)
         return self.o_proj(merge_heads(out))
@@ -193,52 +209,26 @@ class mha_averaged_weights(nn.Module):
 
 @mutant("MultiHeadAttention", "unsqueezes every mask at dim 1 (assumes (B, Lq, Lk) masks): (B, 1, 1, Lk) breaks",
         fails=("test_mha_values",))
-class mha_mask_unsqueezed(nn.Module):
-    def __init__(self, d_model, n_heads, bias=True):
-        super().__init__()
-        _mha_init(self, d_model, n_heads, bias)
-
+class mha_mask_unsqueezed(_MHA):
     def forward(self, query, key=None, value=None, mask=None):
-        key = query if key is None else key
-        value = key if value is None else value
-        q = split_heads(self.q_proj(query), self.n_heads)
-        k = split_heads(self.k_proj(key), self.n_heads)
-        v = split_heads(self.v_proj(value), self.n_heads)
         if mask is not None:
             mask = mask.unsqueeze(1)
-        out, self.last_attn_weights = scaled_dot_product_attention(q, k, v, mask)
-        return self.o_proj(merge_heads(out))
+        return _mha_forward(self, query, key, value, mask)
 
 
 @mutant("MultiHeadAttention", "forgets the output projection o_proj", fails=("test_mha_values",))
-class mha_no_output_projection(nn.Module):
-    def __init__(self, d_model, n_heads, bias=True):
-        super().__init__()
-        _mha_init(self, d_model, n_heads, bias)
-
+class mha_no_output_projection(_MHA):
     def forward(self, query, key=None, value=None, mask=None):
-        key = query if key is None else key
-        value = key if value is None else value
-        q = split_heads(self.q_proj(query), self.n_heads)
-        k = split_heads(self.k_proj(key), self.n_heads)
-        v = split_heads(self.v_proj(value), self.n_heads)
+        q, k, v = _qkv(self, query, key, value)
         out, self.last_attn_weights = scaled_dot_product_attention(q, k, v, mask)
         return merge_heads(out)
 
 
 @mutant("MultiHeadAttention", "calls torch's built-in scaled_dot_product_attention (forbidden)",
         fails=("test_no_builtin_attention",))
-class mha_uses_builtin_sdpa(nn.Module):
-    def __init__(self, d_model, n_heads, bias=True):
-        super().__init__()
-        _mha_init(self, d_model, n_heads, bias)
-
+class mha_uses_builtin_sdpa(_MHA):
     def forward(self, query, key=None, value=None, mask=None):
-        key = query if key is None else key
-        value = key if value is None else value
-        q = split_heads(self.q_proj(query), self.n_heads)
-        k = split_heads(self.k_proj(key), self.n_heads)
-        v = split_heads(self.v_proj(value), self.n_heads)
+        q, k, v = _qkv(self, query, key, value)
         _, self.last_attn_weights = scaled_dot_product_attention(q, k, v, mask)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         return self.o_proj(merge_heads(out))
@@ -263,11 +253,7 @@ class ff_gelu(nn.Module):
 
 
 @mutant("TransformerBlock", "norm_first ignored: always pre-norm", fails=("test_block_post_norm",))
-class block_norm_first_ignored(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=True):
-        super().__init__()
-        _block_init(self, d_model, n_heads, d_ff, dropout, norm_first)
-
+class block_norm_first_ignored(_Block):
     def forward(self, x, mask=None):
         x = x + self.attn(self.norm1(x), mask=mask)
         return x + self.ff(self.norm2(x))
@@ -275,11 +261,7 @@ class block_norm_first_ignored(nn.Module):
 
 @mutant("TransformerBlock", "pre-norm attention sublayer without its residual connection",
         fails=("test_block_pre_norm", "test_lm_values_and_causality"))
-class block_missing_residual(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=True):
-        super().__init__()
-        _block_init(self, d_model, n_heads, d_ff, dropout, norm_first)
-
+class block_missing_residual(_Block):
     def forward(self, x, mask=None):
         if self.norm_first:
             x = self.attn(self.norm1(x), mask=mask)
@@ -290,11 +272,7 @@ class block_missing_residual(nn.Module):
 
 @mutant("TransformerBlock", "post-norm written as LN(x) + sublayer(LN(x)): residual from the normalised input",
         fails=("test_block_post_norm",))
-class block_post_norm_residual_from_normed(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=True):
-        super().__init__()
-        _block_init(self, d_model, n_heads, d_ff, dropout, norm_first)
-
+class block_post_norm_residual_from_normed(_Block):
     def forward(self, x, mask=None):
         if self.norm_first:
             x = x + self.attn(self.norm1(x), mask=mask)
@@ -307,11 +285,7 @@ class block_post_norm_residual_from_normed(nn.Module):
 
 @mutant("TransformerBlock", "norm1 used for both sublayers (norm2 created but unused)",
         fails=("test_block_pre_norm",))
-class block_norm1_twice(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=True):
-        super().__init__()
-        _block_init(self, d_model, n_heads, d_ff, dropout, norm_first)
-
+class block_norm1_twice(_Block):
     def forward(self, x, mask=None):
         if self.norm_first:
             x = x + self.attn(self.norm1(x), mask=mask)
@@ -322,11 +296,7 @@ class block_norm1_twice(nn.Module):
 
 @mutant("TransformerBlock", "mask accepted but not passed on to attention",
         fails=("test_block_pre_norm", "test_lm_values_and_causality"))
-class block_mask_dropped(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=True):
-        super().__init__()
-        _block_init(self, d_model, n_heads, d_ff, dropout, norm_first)
-
+class block_mask_dropped(_Block):
     def forward(self, x, mask=None):
         if self.norm_first:
             x = x + self.attn(self.norm1(x))
@@ -340,15 +310,9 @@ class block_mask_dropped(nn.Module):
 
 @mutant("DecoderOnlyLM", "no causal mask: every position sees the whole sequence (future leakage)",
         fails=("test_lm_values_and_causality", "test_lm_training"))
-class lm_not_causal(nn.Module):
-    def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout=0.0):
-        super().__init__()
-        _lm_init(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout)
-
+class lm_not_causal(_LM):
     def forward(self, ids):
-        if ids.shape[1] > self.max_len:
-            raise ValueError("sequence too long")
-        x = self.tok_emb(ids) + self.pos_emb(torch.arange(ids.shape[1], device=ids.device))
+        x = _embed(self, ids)
         for block in self.blocks:
             x = block(x)
         return self.lm_head(self.norm_f(x))
@@ -356,109 +320,57 @@ class lm_not_causal(nn.Module):
 
 @mutant("DecoderOnlyLM", "positions counted from 1 (and L == max_len rejected)",
         fails=("test_lm_structure_and_errors", "test_lm_values_and_causality"))
-class lm_positions_from_one(nn.Module):
-    def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout=0.0):
-        super().__init__()
-        _lm_init(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout)
-
+class lm_positions_from_one(_LM):
     def forward(self, ids):
         length = ids.shape[1]
         if length >= self.max_len:
             raise ValueError("sequence too long")
         x = self.tok_emb(ids) + self.pos_emb(torch.arange(1, length + 1, device=ids.device))
-        mask = causal_mask(length, device=ids.device)
-        for block in self.blocks:
-            x = block(x, mask)
-        return self.lm_head(self.norm_f(x))
+        return self.lm_head(self.norm_f(_causal_blocks(self, x)))
 
 
 @mutant("DecoderOnlyLM", "no length check: L > max_len ends in an IndexError inside the embedding",
         fails=("test_lm_structure_and_errors",))
-class lm_no_length_check(nn.Module):
-    def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout=0.0):
-        super().__init__()
-        _lm_init(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout)
-
+class lm_no_length_check(_LM):
     def forward(self, ids):
-        length = ids.shape[1]
-        x = self.tok_emb(ids) + self.pos_emb(torch.arange(length, device=ids.device))
-        mask = causal_mask(length, device=ids.device)
-        for block in self.blocks:
-            x = block(x, mask)
-        return self.lm_head(self.norm_f(x))
+        x = self.tok_emb(ids) + self.pos_emb(torch.arange(ids.shape[1], device=ids.device))
+        return self.lm_head(self.norm_f(_causal_blocks(self, x)))
 
 
 @mutant("DecoderOnlyLM", "final layer norm norm_f created but not applied",
         fails=("test_lm_values_and_causality", "test_lm_training"))
-class lm_missing_final_norm(nn.Module):
-    def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout=0.0):
-        super().__init__()
-        _lm_init(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout)
-
+class lm_missing_final_norm(_LM):
     def forward(self, ids):
-        length = ids.shape[1]
-        if length > self.max_len:
-            raise ValueError("sequence too long")
-        x = self.tok_emb(ids) + self.pos_emb(torch.arange(length, device=ids.device))
-        mask = causal_mask(length, device=ids.device)
-        for block in self.blocks:
-            x = block(x, mask)
-        return self.lm_head(x)
+        return self.lm_head(_causal_blocks(self, _embed(self, ids)))
 
 
 @mutant("DecoderOnlyLM", "blocks built with TransformerBlock's norm_first=False (post-norm)",
         fails=("test_lm_values_and_causality",))
-class lm_post_norm_blocks(nn.Module):
+class lm_post_norm_blocks(_LM):
     def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout=0.0):
-        super().__init__()
-        _lm_init(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout, norm_first=False)
+        super().__init__(vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout, norm_first=False)
 
-    def forward(self, ids):
-        length = ids.shape[1]
-        if length > self.max_len:
-            raise ValueError("sequence too long")
-        x = self.tok_emb(ids) + self.pos_emb(torch.arange(length, device=ids.device))
-        mask = causal_mask(length, device=ids.device)
-        for block in self.blocks:
-            x = block(x, mask)
-        return self.lm_head(self.norm_f(x))
+    forward = _lm_forward
 
 
 @mutant("DecoderOnlyLM", "lm_head weight tied to tok_emb (the spec asks for an untied head)",
         fails=("test_lm_structure_and_errors",))
-class lm_tied_head(nn.Module):
+class lm_tied_head(_LM):
     def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout=0.0):
-        super().__init__()
-        _lm_init(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout)
+        super().__init__(vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout)
         self.lm_head.weight = self.tok_emb.weight
 
-    def forward(self, ids):
-        length = ids.shape[1]
-        if length > self.max_len:
-            raise ValueError("sequence too long")
-        x = self.tok_emb(ids) + self.pos_emb(torch.arange(length, device=ids.device))
-        mask = causal_mask(length, device=ids.device)
-        for block in self.blocks:
-            x = block(x, mask)
-        return self.lm_head(self.norm_f(x))
+    forward = _lm_forward
 
 
 @mutant("DecoderOnlyLM", "no position embeddings added: the model cannot tell where a token is",
         fails=("test_lm_values_and_causality", "test_lm_training"))
-class lm_no_positions(nn.Module):
-    def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout=0.0):
-        super().__init__()
-        _lm_init(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout)
-
+class lm_no_positions(_LM):
     def forward(self, ids):
-        length = ids.shape[1]
-        if length > self.max_len:
+        if ids.shape[1] > self.max_len:
             raise ValueError("sequence too long")
         x = self.tok_emb(ids) + 0 * self.pos_emb.weight.sum()
-        mask = causal_mask(length, device=ids.device)
-        for block in self.blocks:
-            x = block(x, mask)
-        return self.lm_head(self.norm_f(x))
+        return self.lm_head(self.norm_f(_causal_blocks(self, x)))
 
 
 # --- lm_loss ---------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from grader.course import assignment_ids
 from grader.inprocess import run_in_process
-from grader.judge import Trace, judge_notebook
+from grader.stages.judge import Trace, judge_notebook
 from grader.mutants import load_alternatives
 from grader.provided import checks_source
 

@@ -164,7 +164,7 @@ def build_corpus(folder):
 
 
 SECRET_PATHS = [str(REPO / "solutions" / AID / f"{AID}.ipynb"), str(REPO / "mutants" / f"{AID}.py"),
-                str(REPO / "course" / "gradebook.db"), str(REPO / "grader" / "judge.py"), "/root/.bash_history"]
+                str(REPO / "course" / "gradebook.db"), str(REPO / "grader" / "stages" / "judge.py"), "/root/.bash_history"]
 READS_SECRETS = """
 import os
 for secret in {paths}:

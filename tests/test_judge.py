@@ -2,7 +2,7 @@
 back and the likely mistake; a record that is missing, stops early or diverges fails."""
 import torch
 
-from grader.judge import judge_cell
+from grader.stages.judge import judge_cell
 from grader.provided.checks import compare_close, compare_equal, compare_no_forbidden_ops, compare_raises
 
 

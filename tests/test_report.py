@@ -16,7 +16,7 @@ AID = "a1_self_attention"
 
 def _tests():
     released = nbtools.read(nbtools.notebook_path(RELEASE_DIR, AID))
-    return [(nbtools.grade_id(c), nbtools.points(c)) for c in nbtools.test_cells(released)]
+    return list(nbtools.test_points(released).items())
 
 
 def _outcomes(tests):

@@ -1,4 +1,4 @@
-from grader.static import forbidden_uses
+from grader.stages.static import forbidden_uses
 
 
 def test_own_function_and_messages_are_fine():

@@ -4,7 +4,7 @@ This file must stand alone (standard library and torch only): at grading time it
 sent into the student's kernel, where it runs each test cell in a namespace of its own and
 writes the observations to a file. The verdict is never given there: a trusted process
 compares the recorded `actual` values with the expected values from the reference solution
-(see grader/judge.py). Whatever the student's code replaces in its own kernel can only change
+(see grader/stages/judge.py). Whatever the student's code replaces in its own kernel can only change
 the values it reports, which it could have computed honestly anyway.
 """
 import os

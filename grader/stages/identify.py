@@ -12,9 +12,16 @@ from .lms_names import SAFE_ID
 
 
 @dataclass
+class Stranger:
+    """A submission no roster student could be found for."""
+    submission: object
+    reason: str
+
+
+@dataclass
 class Identified:
     submissions: list                               # to grade, student = roster id
-    strangers: list = field(default_factory=list)   # (submission, why) for people not on the roster
+    strangers: list = field(default_factory=list)   # Stranger, for people not on the roster
     missing: list = field(default_factory=list)     # roster students without a submission
 
 
@@ -60,11 +67,11 @@ def identify(submissions, roster=None):
     for submission in submissions:
         hits = _candidates(submission, roster)
         if not hits:
-            strangers.append((submission, "not graded (add them to the roster with `python -m grader roster "
+            strangers.append(Stranger(submission, "not graded (add them to the roster with `python -m grader roster "
                                           "import`, then grade again)"))
             continue
         if len(hits) > 1:
-            strangers.append((submission, f"matches several roster students ({', '.join(s.id for s in hits)}): "
+            strangers.append(Stranger(submission, f"matches several roster students ({', '.join(s.id for s in hits)}): "
                                           "not graded (give each an lms_user_id in the roster)"))
             continue
         submission.student = hits[0].id

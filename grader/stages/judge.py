@@ -6,7 +6,7 @@ torch.load(weights_only=True)); the expected values come from the trace of the s
 """
 from dataclasses import dataclass, field
 
-from .provided.checks import COMPARISONS
+from ..provided.checks import COMPARISONS
 
 
 @dataclass
