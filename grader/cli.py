@@ -128,7 +128,7 @@ def cmd_report(args):
 
 def cmd_publish(args):
     from .publish import publish
-    return publish(Path(args.dest), force=args.force)
+    return publish(Path(args.dest), force=args.force, assignments=args.ids or None)
 
 
 def cmd_demo(args):
@@ -183,6 +183,7 @@ def main(argv=None):
     p.add_argument("id"); p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_report)
     p = verbs.add_parser("publish", help="write the student-facing course (no answer key) as a repository in DEST")
     p.add_argument("dest"); p.add_argument("--force", action="store_true", help="replace DEST if it exists")
+    p.add_argument("ids", nargs="*", help="the assignments to publish (default: every released one)")
     p.set_defaults(run=cmd_publish)
     p = verbs.add_parser("demo", help="release, grade sample submissions, feedback, CSV, in out/demo/")
     p.add_argument("ids", nargs="*"); p.set_defaults(run=cmd_demo)
