@@ -38,6 +38,17 @@ def class_figure(scores, not_graded, tests, rates, max_score):
     return figure
 
 
+def _late(outcome):
+    """'late 30.0 h, -3.6 points', 'on time', or '' when nobody knows (no due date or time)."""
+    if outcome.get("late") is None:
+        return ""
+    if not outcome["late"]:
+        return "on time"
+    seconds = outcome.get("seconds_late")
+    text = "late" + (f" {seconds / 3600:.1f} h" if seconds else "")
+    return text + (f", -{outcome['penalty']:g} points" if outcome.get("penalty") else "")
+
+
 def build_report(assignment_id, course_dir=COURSE_DIR):
     import matplotlib
     matplotlib.use("Agg")
@@ -62,8 +73,9 @@ def build_report(assignment_id, course_dir=COURSE_DIR):
                    for (test, points), rate in sorted(zip(tests, rates), key=lambda item: -item[1]))
     students = "".join(
         f"<tr><td>{html.escape(o['student'])}</td><td>{o['score']:g} / {max_score:g}</td>"
-        f"<td>{html.escape(', '.join(o['failed']) or '-')}</td></tr>" if o["status"] == "graded" else
-        f"<tr><td>{html.escape(o['student'])}</td><td>not graded</td><td>{html.escape(o['reason'])}</td></tr>"
+        f"<td>{html.escape(', '.join(o['failed']) or '-')}</td><td>{_late(o)}</td></tr>" if o["status"] == "graded" else
+        f"<tr><td>{html.escape(o['student'])}</td><td>{html.escape(o['status'])}</td><td>{html.escape(o['reason'])}</td>"
+        f"<td>{_late(o)}</td></tr>"
         for o in sorted(outcomes, key=lambda o: o["student"]))
     missing = "".join(f"<tr><td>{html.escape(o['student'])}</td><td>{html.escape(o['reason'])}</td></tr>"
                       for o in sorted(not_graded, key=lambda o: o["student"])) or "<tr><td colspan=2>none</td></tr>"
@@ -75,7 +87,7 @@ def build_report(assignment_id, course_dir=COURSE_DIR):
 <img alt="score histogram and failure rates" src="data:image/png;base64,{image}" style="max-width:100%">
 <h2>Failure rate per test</h2><table><tr><th>test</th><th>points</th><th>failed by</th></tr>{rows}</table>
 <h2>Not graded</h2><table><tr><th>student</th><th>reason</th></tr>{missing}</table>
-<h2>Students</h2><table><tr><th>student</th><th>auto-graded score</th><th>failed tests</th></tr>{students}</table>
+<h2>Students</h2><table><tr><th>student</th><th>auto-graded score</th><th>failed tests</th><th>late</th></tr>{students}</table>
 """
     target = Path(course_dir) / "reports" / f"{assignment_id}.html"
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -96,6 +96,15 @@ def test_the_canvas_download_maps_to_roster_ids(term):
     assert "not on the roster" in printed and "missing" in printed
 
 
+def test_the_class_report_shows_late_missing_and_strangers(term):
+    _, course, _ = term
+    from grader.report import build_report
+    page = build_report(A1, course_dir=course).read_text()
+    students = page.split("<h2>Students</h2>", 1)[1]
+    assert "late 30.0 h, -3.6 points" in students and "on time" in students
+    assert "<td>missing</td>" in students and "<td>not on the roster</td>" in students
+
+
 def test_the_stranger_never_enters_the_gradebook(term):
     _, course, _ = term
     from nbgrader.api import Gradebook
