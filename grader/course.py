@@ -82,6 +82,10 @@ def apply_course_config(c, root=REPO, source_dir=SOURCE_DIR, release_dir=RELEASE
         "nbgrader.preprocessors.ClearHiddenTests",
         "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     ]
+    # one grading path: nbgrader's own autograde (its CLI, the Formgrader's button) runs this
+    # course's sandboxed pipeline, never nbgrader's unsandboxed one (grader/nbgrader_autograde.py)
+    from .nbgrader_autograde import route_autograde
+    route_autograde(c)
     return c
 
 

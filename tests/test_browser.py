@@ -9,12 +9,16 @@ course root (see tests/browser_support/lab.py for its layout); Debian's Chromium
      Notebook from Disk, as after pasting): Run All runs clean, Validate says "Success!";
   3. the same with sin and cos swapped: the visible test's message (what was expected, the
      hint) is shown, and Validate reports the failing cell;
-  4. the instructor's formgrader page lists the assignments a1..a4.
+  4. the instructor's formgrader page lists the assignments a1..a4;
+  5. the instructor presses the Formgrader's autograde button for a submitted notebook: the
+     course's sandboxed pipeline grades it (not nbgrader's unsandboxed Execute), the dialog shows
+     its grade table, and the row shows the score and "needs manual grading" (written answers).
 
 Every step leaves a screenshot under out/browser/, checked to be not blank, and the expected
 text is checked in the page. Needs .ci/install_test_deps.sh (chromium + playwright); without
 them the test is skipped, unless REQUIRE_BROWSER=1 (CI) turns the skip into a failure.
 """
+import json
 import os
 import re
 import shutil
@@ -245,4 +249,45 @@ def test_student_and_instructor_in_jupyterlab(lab, page):
         page.get_by_text(aid, exact=True).first.wait_for(timeout=60_000)
     shot(page, "07_formgrader_assignments")
 
-    assert time.monotonic() - t0 < 170, "the browser walk-through took too long"
+    # 5. the Formgrader's autograde button runs the course's sandboxed pipeline (issue 12, item 8)
+    auto_points = submit_for_formgrader(lab, "alice")
+    page.goto(lab.url(f"formgrader/manage_submissions/{AID}"))
+    row = page.locator("tr", has_text="alice")
+    row.locator(".status", has_text="needs autograding").wait_for()
+    shot(page, "08_formgrader_needs_autograding")
+    row.locator(".autograde a").click()
+    dialog = page.locator("#success-modal, #error-modal")
+    dialog.wait_for(state="visible", timeout=240_000)
+    verdict = dialog.inner_text()
+    assert dialog.get_attribute("id") == "success-modal", f"autograde failed in the Formgrader:\n{verdict[-3000:]}"
+    assert "with the course's sandboxed pipeline" in verdict, verdict[-3000:]
+    assert re.search(rf"alice\s+{auto_points:g}/{auto_points:g}\s+graded", verdict), \
+        f"the pipeline's grade table (alice {auto_points:g}/{auto_points:g} graded) is not in the dialog:\n{verdict[-3000:]}"
+    assert "WITHOUT the sandbox" not in verdict
+    shot(page, "09_formgrader_autograded_by_the_pipeline")
+    dialog.locator(".modal-footer button", has_text="OK").click()
+    dialog.wait_for(state="detached")
+    row.locator(".status", has_text="needs manual grading").wait_for()
+    assert row.locator(".score").inner_text().startswith(f"{auto_points:g} /"), row.inner_text()
+    outcomes = json.loads((lab.root / "course" / "outcomes" / f"{AID}.json").read_text())
+    assert outcomes.get("alice", {}).get("status") == "graded", "the course pipeline has no outcome for alice"
+    assert (lab.root / "course" / "autograded" / "alice" / AID / f"{AID}.ipynb").exists()
+    shot(page, "10_formgrader_row_after_autograde")
+
+    assert time.monotonic() - t0 < 260, "the browser walk-through took too long"
+
+
+def submit_for_formgrader(lab, student):
+    """What `nbgrader collect` leaves: the assignment in the lab course's gradebook and a correct
+    submission in course/submitted/<student>/<id>/ with its timestamp. Returns the auto points."""
+    from grader import notebook as nbtools
+    from grader.release import generate_release
+
+    course = lab.root / "course"
+    generate_release(AID, lab.root / "release", course_dir=course, db_url=f"sqlite:///{course / 'gradebook.db'}")
+    folder = course / "submitted" / student / AID
+    folder.mkdir(parents=True)
+    nb = student_notebook()
+    nbformat.write(nb, folder / f"{AID}.ipynb")
+    (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    return nbtools.max_auto_points(nb)
