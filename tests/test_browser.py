@@ -30,7 +30,7 @@ import nbformat
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from browser_support.lab import REPO, LabServer  # noqa: E402
+from browser_support.lab import REPO, LabServer, submit  # noqa: E402
 from browser_support.notebooks import AID, RELEASE_NB, student_notebook  # noqa: E402
 
 pytestmark = pytest.mark.browser
@@ -278,16 +278,9 @@ def test_student_and_instructor_in_jupyterlab(lab, page):
 
 
 def submit_for_formgrader(lab, student):
-    """What `nbgrader collect` leaves: the assignment in the lab course's gradebook and a correct
-    submission in course/submitted/<student>/<id>/ with its timestamp. Returns the auto points."""
+    """A correct a1 notebook collected for `student`; returns its auto points."""
     from grader import notebook as nbtools
-    from grader.release import generate_release
 
-    course = lab.root / "course"
-    generate_release(AID, lab.root / "release", course_dir=course, db_url=f"sqlite:///{course / 'gradebook.db'}")
-    folder = course / "submitted" / student / AID
-    folder.mkdir(parents=True)
     nb = student_notebook()
-    nbformat.write(nb, folder / f"{AID}.ipynb")
-    (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    submit(lab.root, AID, student, nb)
     return nbtools.max_auto_points(nb)

@@ -11,41 +11,26 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from grader import notebook as nbtools
-from grader.course import REPO
-from grader.release import generate_release
 from grader.sandbox import detect_system, install_command
 from grader.samples import perfect_submission
+from browser_support.lab import make_course_root, submit
 from test_any_machine import path_without
 
 AID = "a1_self_attention"
 
 
 def course_root(tmp_path, proof):
-    """A course root as the browser test makes one: the course's configuration, the assignment in
-    its gradebook, and what `nbgrader collect` leaves for one student."""
-    root = tmp_path / "course_root"
-    course = root / "course"
-    course.mkdir(parents=True)
-    (root / "nbgrader_config.py").write_text(
-        "import sys\n"
-        f"sys.path.insert(0, {str(REPO)!r})\n"
-        "from grader.course import apply_course_config\n"
-        "c = get_config()  # noqa: F821\n"
-        f"apply_course_config(c, root={str(root)!r}, release_dir={str(root / 'release')!r},\n"
-        f"                    course_dir={str(course)!r})\n")
-    generate_release(AID, root / "release", course_dir=course, db_url=f"sqlite:///{course / 'gradebook.db'}")
+    """The browser test's course root (the course's configuration), with alice's correct notebook
+    collected; her first answer cell also tries to write `proof`. Returns (root, auto points)."""
+    root = make_course_root(tmp_path)
     nb = perfect_submission(AID)
     answer = next(cell for cell in nb.cells if nbtools.is_answer_cell(cell))
     answer.source += (f"\ntry:\n    open({str(proof)!r}, 'w').write('this kernel could write outside its sandbox')\n"
                       "except OSError:\n    pass\n")
-    folder = course / "submitted" / "alice" / AID
-    folder.mkdir(parents=True)
-    nbformat.write(nb, folder / f"{AID}.ipynb")
-    (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    submit(root, AID, "alice", nb)
     return root, nbtools.max_auto_points(nb)
 
 

@@ -65,6 +65,23 @@ def make_course_root(tmp: Path) -> Path:
     return root
 
 
+def submit(root: Path, assignment_id, student, nb):
+    """What `nbgrader collect` leaves in the course root made above: the assignment in its gradebook
+    (as `python -m grader release` records it) and the student's notebook in
+    course/submitted/<student>/<id>/ with its timestamp."""
+    import nbformat
+
+    from grader.release import generate_release
+
+    course = root / "course"
+    generate_release(assignment_id, root / "release", course_dir=course, db_url=f"sqlite:///{course / 'gradebook.db'}")
+    folder = course / "submitted" / student / assignment_id
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / f"{assignment_id}.ipynb")
+    (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    return folder
+
+
 class LabServer:
     def __init__(self, tmp: Path, log_path: Path):
         self.tmp = Path(tmp)
