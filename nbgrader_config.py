@@ -7,6 +7,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from grader.course import apply_course_config  # noqa: E402
 
 c = get_config()  # noqa: F821 - provided by traitlets when it loads this file
+# the course's folders and gradebook, and one grading path: `nbgrader autograde` and the Formgrader's
+# autograde button run the course's sandboxed pipeline (grader/nbgrader_autograde.py), not nbgrader's
 apply_course_config(c)
 # the course folder is not in git: create it (and the exchange) so formgrader can open the gradebook
 os.makedirs(os.path.join(os.path.dirname(os.path.abspath(__file__)), "course", "exchange"), exist_ok=True)
