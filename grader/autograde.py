@@ -54,6 +54,10 @@ def autograde(assignment_id, source, course_dir=COURSE_DIR, progress=True, worke
                         bar.update(1)
     finally:
         batch.close()
+    # a roster student is missing only if nothing of theirs was ever graded for this assignment: a
+    # re-grade of one student's folder does not make the rest of the class "missing"
+    submitted = _students_with_submissions(batch.course_db, assignment_id)
+    identified.missing = [s for s in identified.missing if s.id not in submitted]
     outcomes += _unmerged_outcomes(intake, identified, batch.max_score)
     save_outcomes(assignment_id, outcomes, course_dir)
     return sorted(outcomes, key=lambda o: (o.status in (NOT_ON_ROSTER, UNRECOGNISED), o.student))
@@ -72,12 +76,26 @@ def _unmerged_outcomes(intake, identified, max_score):
     return outcomes
 
 
+def _students_with_submissions(db_url, assignment_id):
+    import warnings
+
+    from nbgrader.api import Gradebook, MissingEntry
+    with warnings.catch_warnings(), Gradebook(db_url) as gb:
+        warnings.simplefilter("ignore")
+        try:
+            return {s.student.id for s in gb.find_assignment(assignment_id).submissions}
+        except MissingEntry:
+            return set()
+
+
 def save_outcomes(assignment_id, outcomes, course_dir=COURSE_DIR):
-    """Keep each student's latest outcome (the gradebook has scores, not reasons) for the report."""
+    """Keep each student's latest outcome (the gradebook has scores, not reasons) for the report;
+    `missing` never replaces a graded or not-graded outcome."""
     path = Path(course_dir) / "outcomes" / f"{assignment_id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     known = json.loads(path.read_text()) if path.exists() else {}
-    known.update({o.student: {**asdict(o), "label": o.label} for o in outcomes})
+    known.update({o.student: {**asdict(o), "label": o.label} for o in outcomes
+                  if not (o.status == MISSING and known.get(o.student, {}).get("status") in (GRADED, "not graded"))})
     path.write_text(json.dumps(known, indent=1, sort_keys=True))
 
 

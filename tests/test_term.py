@@ -154,6 +154,20 @@ def test_canvas_and_moodle_imports(term):
                                                  "sam.wilson@uni.example"]
 
 
+def test_regrading_one_student_leaves_the_others_as_they_were(term, tmp_path):
+    root, course, _ = term
+    before = json.loads((course / "outcomes" / f"{A1}.json").read_text())
+    one = _zip(tmp_path / "one.zip", [("smithjohn_LATE_102_5002_a1_self_attention.ipynb", perfect_submission(A1),
+                                       DUE + datetime.timedelta(hours=30))])
+    with redirect_stdout(io.StringIO()) as printed:
+        assert main(["autograde", A1, str(one), "--course-dir", str(course), "--workers", "1"]) == 0
+    assert "missing" in printed.getvalue() and "jdoe" not in printed.getvalue(), \
+        "jdoe was graded before: not missing"
+    after = json.loads((course / "outcomes" / f"{A1}.json").read_text())
+    assert after["jdoe"]["status"] == before["jdoe"]["status"] == "graded"
+    assert after["swilson"]["status"] == "missing"
+
+
 def test_regrading_keeps_manual_grades(term):
     root, course, _ = term
     from nbgrader.api import Gradebook
