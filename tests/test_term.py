@@ -197,10 +197,12 @@ def _touch(path):
 def test_presets_read_each_lms(tmp_path):
     _touch(tmp_path / "bb" / "a1_self_attention_jdoe_attempt_2026-10-01-22-15-03_a1.ipynb")
     _touch(tmp_path / "bb" / "a1_self_attention_jdoe_attempt_2026-10-02-09-00-00_a1.ipynb")
+    _touch(tmp_path / "bb" / "a1_self_attention_jdoe_attempt_2026-10-02-09-00-00.txt")   # Blackboard's receipt
     intake = collect(A1, tmp_path / "bb")
     assert intake.preset == "blackboard"
     [only] = intake.submissions
     assert only.login == "jdoe" and only.submitted_at.astimezone().hour == 9 and len(only.others) == 1
+    assert intake.unrecognised == [], "the receipt is neither a submission nor an unreadable name"
     _touch(tmp_path / "ex" / f"alice+{A1}+2026-10-01 10:00:00.000000 UTC+abc123" / f"{A1}.ipynb")
     _touch(tmp_path / "ex" / f"alice+{A1}+2026-10-02 10:00:00.000000 UTC+def456" / f"{A1}.ipynb")
     intake = collect(A1, tmp_path / "ex")

@@ -34,6 +34,7 @@ class Found:
     revision: int = 0                           # Canvas's re-upload suffix: -2 is later than -1
     preset: str = ""
     relative: PurePosixPath | None = None       # where it was in the download
+    receipt: bool = False                       # the LMS's own note about the attempt, not a submission
 
     @property
     def attempt_key(self):
@@ -100,7 +101,7 @@ def blackboard(relative, path, assignment_id, file_time=None):
     if not match:
         return None
     return Found(path, login=match["user"], name=match["user"], submitted_at=parse_time(match["time"]),
-                 preset="blackboard")
+                 preset="blackboard", receipt=match["orig"] is None and relative.suffix == ".txt")
 
 
 def nbgrader(relative, path, assignment_id, file_time=None):
@@ -185,7 +186,7 @@ def read_names(files, assignment_id, lms="auto", pattern=None):
         item = preset(relative, path, assignment_id, when)
         if item is None:
             unrecognised.append(relative)
-        else:
+        elif not item.receipt:
             item.relative = relative
             found.append(item)
     return name, found, unrecognised
