@@ -45,14 +45,20 @@ demo: install          ## release, autograde the sample submissions, feedback HT
 test: install $(TEST_STAMP)  ## the whole suite, as CI runs it
 	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q
 
-test-fast: install $(TEST_STAMP)  ## everything but the slow suites (batch corpus, browser, hosted runtime, engines)
-	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q -m "not batch and not browser and not hosted and not engine"
+test-fast: install $(TEST_STAMP)  ## everything but the slow suites (batch corpus, browser, hosted runtime, engines, hub)
+	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q -m "not batch and not browser and not hosted and not engine and not hub"
 
 check: install         ## the quality gate for every assignment
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m grader check
 
 release: install       ## regenerate assignments/ from solutions/
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m grader release
+
+# the course on a local JupyterHub (deploy/jupyterhub/README.md): needs `sudo deploy/jupyterhub/install.sh`
+# once; runs in the foreground, prints the URL and the logins (HUB_ARGS="--port 8080 --reset" ...)
+.PHONY: hub
+hub:                   ## JupyterHub on 127.0.0.1:8000 with an instructor and two students (root or sudo)
+	$(if $(filter 0,$(shell id -u)),,sudo) $(PYTHON) deploy/jupyterhub/hub.py $(HUB_ARGS)
 
 gpu-report:            ## on a CUDA machine: every notebook, the decode benchmark, the gate on the GPU -> out/gpu/report.md (exit 3 without CUDA)
 	$(GPU_PYTHON) tools/gpu_report.py

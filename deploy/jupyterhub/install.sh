@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Everything the course hub needs on this machine, idempotent (needs root, as on the CI machines):
+#   1. Node.js and npm (Debian's apt) and configurable-http-proxy (npm, pinned);
+#   2. the hub's environment (like TLJH's /opt/tljh/user): a venv made from a Python 3.11 every hub
+#      user can run (COURSE_HUB_PYTHON, else Debian's python3.11; the repository's .venv may rest on
+#      an interpreter under /root), with the course's
+#      requirements.txt and deploy/jupyterhub/requirements.txt, -c constraints.txt (torch 2.13.0);
+#      JupyterHub runs from it too, and so do the students' and the instructor's servers;
+#   3. configuration for every user of that environment: nbgrader's course id and exchange
+#      (nbgrader_config_students.py), JupyterLab setting overrides (lab_overrides.json), and the
+#      students' set of nbgrader extensions (the instructor's are switched on per user by users.sh);
+#   4. the users (users.sh).
+# Usage: sudo deploy/jupyterhub/install.sh   (env: COURSE_HUB_ENV=/opt/attention-course/venv,
+#                                            COURSE_HUB_PYTHON=/path/to/python3.11)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+HUB_ENV="${COURSE_HUB_ENV:-/opt/attention-course/venv}"
+[ "$(id -u)" = 0 ] || { echo "install.sh: run as root (apt, npm -g, useradd, $HUB_ENV)" >&2; exit 1; }
+
+apt_install() {
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# 1. the proxy. configurable-http-proxy 5 needs Node >= 20; Debian 12's nodejs is 18, which gets 4.6.3.
+if ! command -v node >/dev/null; then apt_install nodejs npm; fi
+if ! command -v npm >/dev/null; then apt_install npm; fi
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+if [ "$node_major" -ge 20 ]; then chp_version=5.3.0; else chp_version=4.6.3; fi
+if [ "$(configurable-http-proxy --version 2>/dev/null || true)" != "$chp_version" ]; then
+    npm install --global --no-fund --no-audit --loglevel=error "configurable-http-proxy@$chp_version" >/dev/null
+fi
+command -v configurable-http-proxy >/dev/null || {
+    echo "install.sh: configurable-http-proxy is not on PATH after npm install -g (npm prefix: $(npm config get prefix))" >&2; exit 1; }
+
+# 2. the hub's environment, reinstalled only when a requirements file changes
+runs_for_everyone() {   # $1 is a Python 3.11 with venv that an unprivileged user can run
+    [ -n "$1" ] && [ -x "$1" ] || return 1
+    (cd / && runuser -u nobody -- "$1" -c 'import sys, ensurepip, venv; assert sys.version_info[:2] == (3, 11)') \
+        >/dev/null 2>&1
+}
+if [ ! -x "$HUB_ENV/bin/python" ]; then
+    hub_python=""
+    for candidate in "${COURSE_HUB_PYTHON:-}" /usr/bin/python3.11 "$(command -v python3.11 || true)"; do
+        if runs_for_everyone "$candidate"; then hub_python="$candidate"; break; fi
+    done
+    if [ -z "$hub_python" ] && command -v apt-get >/dev/null && apt-cache show python3.11-venv >/dev/null 2>&1; then
+        apt_install python3.11 python3.11-venv
+        if runs_for_everyone /usr/bin/python3.11; then hub_python=/usr/bin/python3.11; fi
+    fi
+    if [ -z "$hub_python" ]; then
+        echo "install.sh: no Python 3.11 (with venv) that every hub user can run; set COURSE_HUB_PYTHON to" \
+             "one outside any private home (not under /root): e.g. Debian's python3.11 + python3.11-venv" >&2
+        exit 1
+    fi
+    "$hub_python" -m venv "$HUB_ENV"
+fi
+stamp="$HUB_ENV/.installed-$(cat "$repo/requirements.txt" "$here/requirements.txt" "$repo/constraints.txt" | sha256sum | cut -c1-16)"
+if [ ! -e "$stamp" ]; then
+    echo "install.sh: installing the hub environment in $HUB_ENV (about a minute)"
+    "$HUB_ENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+        -r "$repo/requirements.txt" -r "$here/requirements.txt" -c "$repo/constraints.txt" 2>&1 \
+        | grep -v "^WARNING: Location .* is ignored" || true
+    "$HUB_ENV/bin/python" - "$repo/constraints.txt" <<'PY'
+import sys, importlib.metadata as md
+pins = dict(line.split("==") for line in open(sys.argv[1]) if "==" in line and not line.startswith("#"))
+bad = [f"{name} {md.version(name)} (constraints.txt: {want.strip()})" for name, want in pins.items()
+       if md.version(name).split("+")[0] != want.strip()]
+if bad:
+    sys.exit("install.sh: the hub environment does not match constraints.txt: " + ", ".join(bad))
+PY
+    rm -f "$HUB_ENV"/.installed-*
+    touch "$stamp"
+fi
+chmod -R a+rX "$HUB_ENV"
+runs_for_everyone "$HUB_ENV/bin/python" || {
+    echo "install.sh: $HUB_ENV/bin/python cannot be run by other users (its base Python under a private home?);" \
+         "remove $HUB_ENV and set COURSE_HUB_PYTHON" >&2; exit 1; }
+
+# 3. configuration every user of the environment reads
+install -D -m 0644 "$here/nbgrader_config_students.py" "$HUB_ENV/etc/jupyter/nbgrader_config.py"
+install -D -m 0644 "$here/lab_overrides.json" "$HUB_ENV/share/jupyter/lab/settings/overrides.json"
+# nbgrader's extensions: the students' view for every account (Assignments list and Validate); the
+# instructor's tools off here, switched on in the instructor's own configuration (users.sh). Unlocked
+# after disabling (JupyterLab locks what it disables), so that the instructor's user-level enable counts.
+instructor_lab=(@jupyter/nbgrader:formgrader @jupyter/nbgrader:course-list @jupyter/nbgrader:create-assignment)
+instructor_server=(nbgrader.server_extensions.formgrader nbgrader.server_extensions.course_list)
+# (done when the last one is listed unlocked: "...": false under lockedExtensions)
+if ! grep -q '"@jupyter/nbgrader:create-assignment": false' "$HUB_ENV/etc/jupyter/labconfig/page_config.json" 2>/dev/null; then
+    (cd / && "$HUB_ENV/bin/jupyter" labextension disable --level=sys_prefix "${instructor_lab[@]}" >/dev/null 2>&1)
+    (cd / && "$HUB_ENV/bin/jupyter" labextension unlock --level=sys_prefix "${instructor_lab[@]}" >/dev/null 2>&1)
+fi
+for module in "${instructor_server[@]}"; do
+    if [ ! -e "$HUB_ENV/etc/jupyter/jupyter_server_config.d/$module.json" ]; then
+        (cd / && "$HUB_ENV/bin/jupyter" server extension disable --sys-prefix "$module" >/dev/null 2>&1)
+    fi
+done
+
+# 4. the users
+bash "$here/users.sh" "$HUB_ENV"
+echo "install.sh: hub ready (JupyterHub $("$HUB_ENV/bin/jupyterhub" --version)," \
+     "configurable-http-proxy $(configurable-http-proxy --version), env $HUB_ENV); start it with: make hub"
