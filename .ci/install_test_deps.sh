@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Test-only dependencies for the browser test (issue 8): Debian's Chromium and Playwright for
-# Python (pinned in requirements-test.txt). Idempotent. Playwright never downloads a browser
-# here (no `playwright install`): tests/test_browser.py launches /usr/bin/chromium.
+# Python (pinned in requirements-test.txt); and the course hub for the hub test (issue 13).
+# Idempotent. Playwright never downloads a browser here (no `playwright install`):
+# tests/test_browser.py and tests/test_hub.py launch /usr/bin/chromium.
 # Usage: .ci/install_test_deps.sh [venv]   (default .venv)
 # Safe to call before the venv exists (as .ci/install_system_deps.sh does): then only Chromium
 # is installed, and the Makefile's test-deps step installs Playwright into the venv.
@@ -14,6 +15,20 @@ if [ ! -x /usr/bin/chromium ]; then
     if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium fonts-dejavu-core >/dev/null
+fi
+
+# The course hub for tests/test_hub.py (issue 13): Node.js + configurable-http-proxy, the hub
+# environment (/opt/attention-course/venv: JupyterHub and the course's packages, torch held by
+# constraints.txt) and the hub's system users. Idempotent; needs root or passwordless sudo, else
+# it is left out (the hub test then skips, or fails under REQUIRE_HUB=1).
+if [ "$(id -u)" = 0 ] || sudo -n true 2>/dev/null; then
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO="sudo -n"; fi
+    # a Python 3.11 every hub user can run: this shell's (e.g. actions/setup-python's) when there is one
+    hub_python="${COURSE_HUB_PYTHON:-$(command -v python3.11 || true)}"
+    $SUDO env ${hub_python:+COURSE_HUB_PYTHON="$hub_python"} bash deploy/jupyterhub/install.sh
+else
+    echo "install_test_deps: not root and no passwordless sudo: the course hub (tests/test_hub.py) is not installed" >&2
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then

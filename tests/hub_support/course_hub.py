@@ -1,0 +1,146 @@
+"""The course hub for tests/test_hub.py: deploy/jupyterhub/hub.py (what `make hub` runs) started as a
+child process, as root or through passwordless sudo (the hub needs root: it starts each user's
+server as that user), and commands run as the hub's users through `hub.py as`."""
+import importlib.util
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOY = REPO / "deploy" / "jupyterhub"
+HUB_PY = DEPLOY / "hub.py"
+CHROMIUM = Path("/usr/bin/chromium")
+# the test's own exchange: every run starts from an empty one; `make hub` keeps /srv/nbgrader/exchange
+TEST_EXCHANGE = Path("/srv/nbgrader/exchange-hubtest")
+
+_spec = importlib.util.spec_from_file_location("course_hub_deploy", HUB_PY)
+deploy = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(deploy)
+
+
+def privilege_prefix():
+    """[] as root, ["sudo", "-n"] with passwordless sudo, None when neither."""
+    if os.geteuid() == 0:
+        return []
+    if shutil.which("sudo") and subprocess.run(["sudo", "-n", "true"], capture_output=True).returncode == 0:
+        return ["sudo", "-n"]
+    return None
+
+
+def what_is_missing():
+    """Why the hub test cannot run here ([] = it can)."""
+    missing = []
+    if not CHROMIUM.exists():
+        missing.append(f"{CHROMIUM} is not installed")
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        missing.append("playwright is not installed in this environment")
+    if privilege_prefix() is None:
+        missing.append("neither root nor passwordless sudo (the hub starts each user's server as that user)")
+    missing += deploy.missing_parts(need_root=False)
+    return missing
+
+
+def free_ports(count=3):
+    """A first port p with p .. p+count-1 all free on 127.0.0.1 (the hub uses p+1 and p+2)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            first = s.getsockname()[1]
+        if first + count > 65535:
+            continue
+        try:
+            for port in range(first, first + count):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+    raise RuntimeError("no block of free ports on 127.0.0.1")
+
+
+class RunningHub:
+    """`hub.py --reset` on a free port, its own state folder, the test exchange and fixed passwords."""
+
+    def __init__(self, tmp: Path, log_path: Path):
+        self.tmp = Path(tmp)
+        self.log_path = Path(log_path)
+        self.prefix = privilege_prefix()
+        self.port = free_ports()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.passwords = {user: secrets.token_urlsafe(12) for user in deploy.users()}
+        self.exchange = TEST_EXCHANGE
+        self.proc = None
+        self.lines = []
+        self.startup_s = None
+
+    def start(self, timeout=120):
+        password_file = self.tmp / "passwords.json"
+        password_file.write_text(json.dumps(self.passwords))
+        os.chmod(password_file, 0o600)
+        command = [*self.prefix, sys.executable, str(HUB_PY), "--port", str(self.port),
+                   "--state", str(self.tmp / "hub-state"), "--exchange", str(self.exchange), "--reset",
+                   "--passwords-file", str(password_file), "--log", str(self.log_path)]
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     start_new_session=True)
+        up = threading.Event()
+
+        def read():
+            for line in self.proc.stdout:
+                self.lines.append(line.rstrip())
+                if " is up at " in line:
+                    up.set()
+        threading.Thread(target=read, daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while not up.wait(0.5):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                time.sleep(0.5)   # the reader thread catches the last lines
+                self.stop()
+                log = self.log_path.read_text()[-4000:] if self.log_path.exists() else "(no log)"
+                raise RuntimeError("the hub did not start (hub.py said:\n" + "\n".join(self.lines[-30:]) +
+                                   f"\n); JupyterHub's log:\n{log}")
+        match = re.search(r"started in ([0-9.]+) s", "\n".join(self.lines))
+        self.startup_s = float(match.group(1)) if match else None
+        return self
+
+    def stop(self):
+        """SIGTERM to hub.py (through sudo when not root): JupyterHub stops every user's server
+        and the proxy; whatever is left after 60 s is killed."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        subprocess.run([*self.prefix, "kill", "-TERM", str(self.proc.pid)], capture_output=True)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            subprocess.run([*self.prefix, "kill", "-KILL", f"-{self.proc.pid}"], capture_output=True)
+            self.proc.wait(timeout=10)
+
+    def as_user(self, user, command, cwd=None, env=None, input=None, timeout=600):
+        """Run command as a hub user (hub.py as): the user's HOME, the hub environment, the hub's
+        exchange; returns the CompletedProcess (text)."""
+        env = {"GRADER_EXCHANGE_ROOT": str(self.exchange), **(env or {})}
+        argv = [*self.prefix, sys.executable, str(HUB_PY), "as", user,
+                *(["--cwd", str(cwd)] if cwd else []), *(f"--env={k}={v}" for k, v in env.items()),
+                "--", *map(str, command)]
+        return subprocess.run(argv, input=input, capture_output=True, text=True, timeout=timeout)
+
+
+def check_screenshot(path: Path, min_std=0.02):
+    """The PNG decodes, has a real size and is not one flat colour."""
+    import matplotlib.image as mpimg
+    import numpy as np
+
+    image = mpimg.imread(path)
+    assert image.ndim == 3 and image.shape[0] > 300 and image.shape[1] > 300, image.shape
+    std = float(np.asarray(image[..., :3], dtype=float).std())
+    assert std > min_std, f"{path.name} looks blank (pixel std {std:.4f})"
+
