@@ -1,0 +1,107 @@
+"""Code that one lecture copies from another is the same code (issue 15, item 7).
+
+Lectures stand alone (they open in Colab as one file and cannot import the grader), so a lecture that
+reuses another's code carries a copy, in a cell whose metadata names the original:
+`"course": {"copied_from": "<lecture stem>"}`. Every class and function such a cell defines must be
+defined, character for character, in that lecture; a change made to one copy and not the other fails
+here. Lecture 7 trains and samples lecture 6's decoder and KV cache this way.
+
+And lecture 6's decoder is the course's model: loaded with the weights of assignment 2's
+`DecoderOnlyLM` (grader/provided/model.py, what a3 and a4 receive as a provided cell), it computes the
+same logits, so lecture 7 trains "the a2 decoder" without carrying a2's answer. Fast: no kernel.
+"""
+import ast
+import math
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+REPO = Path(__file__).resolve().parent.parent
+LECTURES = {p.stem: p for p in sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb"))}
+CAPSTONE = "07_a_model_that_writes_text"
+
+
+def _cells(stem):
+    return nbformat.read(str(LECTURES[stem]), as_version=4).cells
+
+
+def _definitions(source):
+    """{name: source text} of the top-level classes and functions in `source`."""
+    tree = ast.parse(source)
+    return {node.name: ast.get_source_segment(source, node) for node in tree.body
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _lecture_definitions(stem):
+    found = {}
+    for cell in _cells(stem):
+        if cell.cell_type == "code":
+            found.update(_definitions(cell.source))
+    return found
+
+
+def _copied_cells():
+    """(copying lecture, cell index, original lecture, cell source) of every marked cell."""
+    marked = []
+    for stem in LECTURES:
+        for index, cell in enumerate(_cells(stem)):
+            original = cell.metadata.get("course", {}).get("copied_from")
+            if original:
+                marked.append((stem, index, original, cell.source))
+    return marked
+
+
+COPIED = _copied_cells()
+
+
+def test_the_capstone_carries_lecture_6s_model_and_cache():
+    assert CAPSTONE in LECTURES, f"lectures/{CAPSTONE}.ipynb is missing"
+    names = {name for stem, _, original, source in COPIED if stem == CAPSTONE
+             for name in _definitions(source)}
+    assert {"PreallocKVCache", "CausalSelfAttention", "Block", "TinyDecoder"} <= names, \
+        f"{CAPSTONE} should carry lecture 6's decoder and cache in a cell marked copied_from; it marks {sorted(names)}"
+
+
+@pytest.mark.parametrize("stem, index, original, source", COPIED,
+                         ids=[f"{stem}[{index}]" for stem, index, _, _ in COPIED])
+def test_a_copied_cell_matches_its_original(stem, index, original, source):
+    assert original in LECTURES, f"{stem} [cell {index}] says it is copied from {original}, which does not exist"
+    theirs = _lecture_definitions(original)
+    ours = _definitions(source)
+    assert ours, f"{stem} [cell {index}] is marked copied_from but defines nothing"
+    for name, text in ours.items():
+        assert name in theirs, f"{stem} [cell {index}] defines {name}, which {original} does not"
+        assert text == theirs[name], (
+            f"{name} in {stem} [cell {index}] differs from {original}'s: copy the current definition over "
+            f"(the lectures must run the same code)")
+
+
+def _namespace(source, **extra):
+    namespace = {"math": math, "torch": torch, "nn": nn, "F": F, **extra}
+    exec(compile(source, "<copied cell>", "exec"), namespace)
+    return namespace
+
+
+def test_lecture_6s_decoder_computes_what_the_a2_model_computes():
+    source = next(source for stem, _, _, source in COPIED if stem == CAPSTONE and "class TinyDecoder" in source)
+    lecture = _namespace(source)
+    provided = REPO / "grader" / "provided"
+    a2 = _namespace((provided / "attention.py").read_text() + "\n" + (provided / "model.py").read_text())
+    config = dict(vocab_size=96, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_len=16)
+    torch.manual_seed(0)
+    reference = a2["DecoderOnlyLM"](**config).eval()
+    tiny = lecture["TinyDecoder"](**config).eval()
+    # the only difference in names: a2's block keeps its feed-forward layers in `ff`
+    renamed = {name.replace(".ff.linear", ".linear"): value for name, value in reference.state_dict().items()}
+    tiny.load_state_dict(renamed, strict=True)                      # same parameters, same shapes
+    ids = torch.randint(0, 96, (3, 16), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = reference(ids)
+        assert torch.allclose(tiny(ids), expected, atol=1e-5), "the lecture decoder's logits differ from a2's model"
+        cache = tiny.make_cache(3)                                  # and with lecture 6's cache, step by step
+        stepped = torch.cat([tiny(ids[:, :5], cache)] + [tiny(ids[:, t:t + 1], cache) for t in range(5, 16)], dim=1)
+    assert torch.allclose(stepped, expected, atol=1e-5), "cached decoding differs from a2's model on the same ids"
