@@ -13,12 +13,15 @@ exchange in a shared folder (a fresh test one). Then, each step with a screensho
      it would add minutes and test nothing of the hub), opens it, Validates ("Success!"), submits;
   4. student B fetches and submits a buggy a1 (the catalogued mutant base_ignored: it passes the
      visible tests, so Validate says "Success!", and only the hidden tests catch it);
-  5. student B, in a terminal on the hub, cannot list the exchange's inbound folder nor read student
-     A's work, the instructor's source or the collected submissions; nor open A's server;
-  6. the instructor collects in the Formgrader, grades in their course folder as themselves with the
-     sandboxed pipeline (`python -m grader autograde a1_self_attention course/submitted`, then
-     `python -m grader feedback`), and releases the feedback from the Formgrader;
-  7. student A fetches feedback: every auto-graded cell at full marks; student B's shows the hidden
+  5. the instructor collects in the Formgrader;
+  6. student B, in a terminal on the hub, is refused ("Permission denied") listing the exchange's
+     inbound folder and reading student A's notebook, A's collected submission, the instructor's
+     source and the mutant catalogue (each shown to exist by its owner); the hub refuses B A's server;
+  7. the instructor grades in their course folder as themselves with the sandboxed pipeline
+     (`python -m grader autograde a1_self_attention .../course/submitted`, then `python -m grader
+     feedback`; as root only where bubblewrap cannot start for an unprivileged user, and it says so),
+     and releases the feedback from the Formgrader;
+  8. student A fetches feedback: every auto-graded cell at full marks; student B's shows the hidden
      test's failing message and not a line of the hidden tests' source.
 
 Needs `.ci/install_test_deps.sh` (Chromium, Playwright, deploy/jupyterhub/install.sh) and root or
@@ -241,6 +244,8 @@ def test_course_loop_on_jupyterhub(hub, browser):
     assert modes == {"root": "0o1777", "course": "0o755", "outbound": "0o755", "inbound": "0o2733"}, modes
 
     # 3. student A: Assignments only, fetch, a correct solution, Validate, submit
+    from playwright.sync_api import expect
+
     from grader.samples import buggy_submission, perfect_submission
 
     student_a = login(browser, hub, STUDENT_A)
@@ -256,13 +261,17 @@ def test_course_loop_on_jupyterhub(hub, browser):
     fetch(student_a)
     shot(student_a, "04_student_a_fetched")
 
-    put_notebook(hub, STUDENT_A, perfect_submission(AID))
+    solved = perfect_submission(AID)
+    sdpa = next(c.source for c in solved.cells if "def scaled_dot_product_attention" in c.source)
+    sdpa_return = next(line.strip() for line in reversed(sdpa.splitlines()) if line.strip().startswith("return"))
+    put_notebook(hub, STUDENT_A, solved)
     student_a.goto(f"{hub.url}/user/{STUDENT_A}/lab/tree/{AID}/{AID}.ipynb")
     student_a.locator(".jp-NotebookPanel .jp-Cell").first.wait_for()
     # the first solution cell, as the student sees it: rendered once the notebook has scrolled to it
     solution = student_a.locator(".jp-NotebookPanel .jp-Cell", has_text="def scaled_dot_product_attention").first
     solution.scroll_into_view_if_needed()
-    assert "# YOUR CODE HERE" not in solution.inner_text() and "mask" in solution.inner_text(), solution.inner_text()
+    expect(solution).to_contain_text(sdpa_return, timeout=30_000)   # the stub raises, returns nothing
+    assert "# YOUR CODE HERE" not in solution.inner_text(), solution.inner_text()
     assert student_a.locator(".jp-NotebookPanel-toolbar .validate-button").count() == 1, "no Validate button"
     shot(student_a, "05_student_a_solution_open")
     open_assignments(student_a)
@@ -288,46 +297,53 @@ def test_course_loop_on_jupyterhub(hub, browser):
     submit(student_b)
     shot(student_b, "09_student_b_submitted")
 
-    # 5. student B cannot reach anyone else's work: in B's own terminal on the hub
-    instructor_home = deploy.home(INSTRUCTOR)
-    course = instructor_home / "attention-course"
-    targets = [f"{hub.exchange}/attention-course/inbound",                       # listing submissions
-               f"{deploy.home(STUDENT_A)}/{AID}/{AID}.ipynb",                    # A's work
-               f"{course}/solutions/{AID}/{AID}.ipynb",                         # the instructor's source
-               f"{course}/mutants/{AID}.py"]
+    # 5. the instructor collects in the Formgrader
+    formgrader(instructor, hub)
+    modal, text = formgrader_action(instructor, "collect")
+    assert f"Successfully collected submissions of '{AID}'" in text, text
+    assert f"Collecting submission: {STUDENT_A} {AID}" in text and f"Collecting submission: {STUDENT_B} {AID}" in text, text
+    shot(instructor, "10_instructor_collected")
+    close_modal(instructor, modal)
+
+    # 6. student B cannot reach anyone else's work, from B's own terminal on the hub: each target
+    #    exists (its owner sees it) and B's shell is refused with "Permission denied"
+    course = deploy.home(INSTRUCTOR) / "attention-course"
+    targets = {f"{hub.exchange}/attention-course/inbound": INSTRUCTOR,                  # listing submissions
+               f"{deploy.home(STUDENT_A)}/{AID}/{AID}.ipynb": STUDENT_A,                # A's work
+               f"{course}/course/submitted/{STUDENT_A}/{AID}/{AID}.ipynb": INSTRUCTOR,  # A's collected submission
+               f"{course}/solutions/{AID}/{AID}.ipynb": INSTRUCTOR,                     # the instructor's source
+               f"{course}/mutants/{AID}.py": INSTRUCTOR}
+    for target, owner in targets.items():
+        assert hub.as_user(owner, ["test", "-e", target]).returncode == 0, f"{target} does not exist"
+    student_b.goto(f"{hub.url}/user/{STUDENT_B}/lab")
     student_b.locator(".lm-MenuBar-itemLabel", has_text="File").click()
     student_b.locator(".lm-Menu-itemLabel", has_text=re.compile("^New$")).hover()
     student_b.locator(".lm-Menu-itemLabel", has_text=re.compile("^Terminal$")).click()
     terminal = student_b.locator(".jp-Terminal").last
     terminal.locator(".xterm-helper-textarea").wait_for(state="attached")
-    time.sleep(1.0)
+    expect(terminal.locator(".xterm-accessibility-tree")).to_contain_text(f"{STUDENT_B}@", timeout=30_000)  # prompt
     terminal.locator(".xterm-helper-textarea").focus()
-    script = ("id -un; for f in " + " ".join(targets) + "; do if [ -d $f ]; then ls $f >/dev/null 2>&1; "
-              "else cat $f >/dev/null 2>&1; fi && echo READABLE $f || echo DENIED $f; done; echo CHECKS-DONE")
+    script = ("id -un; for f in " + " ".join(targets) + "; do if [ -d $f ]; then e=$(ls $f 2>&1 >/dev/null); "
+              "else e=$(cat $f 2>&1 >/dev/null); fi; case $e in *'Permission denied'*) echo DENIED $f;; "
+              "'') echo READABLE $f;; *) echo OTHER $f;; esac; done; echo CHECKS-DONE")
     student_b.keyboard.type(script + "\n")
     screen = terminal.locator(".xterm-accessibility-tree")
     deadline = time.monotonic() + 30
-    while "CHECKS-DONE\n" not in screen.inner_text() + "\n" and time.monotonic() < deadline:
+    while "CHECKS-DONE" not in [line.strip() for line in screen.inner_text().splitlines()] \
+            and time.monotonic() < deadline:
         time.sleep(0.25)
     lines = [line.strip() for line in screen.inner_text().splitlines()]
     assert STUDENT_B in lines, f"the terminal does not run as {STUDENT_B}: {lines[:6]}"
     for target in targets:
-        assert f"DENIED {target}" in lines, f"{STUDENT_B} can read {target}: {lines}"
-    assert not any(line.startswith("READABLE") for line in lines), lines
-    shot(student_b, "10_student_b_terminal_permission_denied")
+        assert f"DENIED {target}" in lines, f"{STUDENT_B}'s shell was not refused {target}: {lines}"
+    assert not any(line.startswith(("READABLE", "OTHER")) for line in lines), lines
+    shot(student_b, "11_student_b_terminal_permission_denied")
     student_b.goto(f"{hub.url}/user/{STUDENT_A}/lab")
     student_b.get_by_text("403").first.wait_for()
-    assert STUDENT_A in student_b.locator("body").inner_text() or "Forbidden" in student_b.locator("body").inner_text()
-    shot(student_b, "11_student_b_cannot_open_student_a_server")
+    assert f"You do not have permission to access Server at /user/{STUDENT_A}/" in student_b.locator("body").inner_text()
+    shot(student_b, "12_student_b_cannot_open_student_a_server")
 
-    # 6. the instructor collects, grades (sandboxed, as the instructor), writes and releases feedback
-    formgrader(instructor, hub)
-    modal, text = formgrader_action(instructor, "collect")
-    assert f"Successfully collected submissions of '{AID}'" in text, text
-    assert f"Collecting submission: {STUDENT_A} {AID}" in text and f"Collecting submission: {STUDENT_B} {AID}" in text, text
-    shot(instructor, "12_instructor_collected")
-    close_modal(instructor, modal)
-
+    # 7. the instructor grades (sandboxed, as the instructor), writes and releases the feedback
     # as the instructor when bubblewrap can make its namespaces for an unprivileged user here; else
     # (e.g. a container where only root may: Ubuntu 24.04's AppArmor rule) as root, as CI may
     probe = hub.as_user(INSTRUCTOR, ["python", "-c", "from grader.sandbox import check_available; check_available()"],
@@ -370,7 +386,7 @@ def test_course_loop_on_jupyterhub(hub, browser):
     shot(instructor, "14_instructor_released_feedback")
     close_modal(instructor, modal)
 
-    # 7. the students read their feedback
+    # 8. the students read their feedback
     url = open_feedback(student_a, hub, STUDENT_A)
     shot(student_a, "15_student_a_feedback_fetched")
     student_a.goto(url)
