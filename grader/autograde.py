@@ -54,6 +54,7 @@ def autograde(assignment_id, source, course_dir=COURSE_DIR, progress=True, worke
                         bar.update(1)
     finally:
         batch.close()
+    _keep_nbgrader_keys(assignment_id, submissions, Path(course_dir))
     # a roster student is missing only if nothing of theirs was ever graded for this assignment: a
     # re-grade of one student's folder does not make the rest of the class "missing"
     submitted = _students_with_submissions(batch.course_db, assignment_id)
@@ -74,6 +75,22 @@ def _unmerged_outcomes(intake, identified, max_score):
                          reason=f"not read as a {intake.preset} file name (use --lms or --pattern)")
                  for path in intake.unrecognised]
     return outcomes
+
+
+def _keep_nbgrader_keys(assignment_id, submissions, course_dir):
+    """nbgrader's timestamp.txt and submission_secret.txt go beside the autograded notebook, as
+    nbgrader's own autograde puts them: generate_feedback copies them on into feedback/, where
+    release_feedback (the Formgrader's button) needs them to return the feedback via the exchange."""
+    import shutil
+
+    from .stages.lms_names import NBGRADER_KEYS
+    for submission in submissions:
+        graded = course_dir / "autograded" / submission.student / assignment_id
+        if submission.preset != "nbgrader" or submission.path is None or not graded.is_dir():
+            continue
+        for key in NBGRADER_KEYS:
+            if (submission.path.parent / key).is_file():
+                shutil.copy2(submission.path.parent / key, graded / key)
 
 
 def _students_with_submissions(db_url, assignment_id):

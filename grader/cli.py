@@ -188,6 +188,8 @@ def main(argv=None):
     p = verbs.add_parser("demo", help="release, grade sample submissions, feedback, CSV, in out/demo/")
     p.add_argument("ids", nargs="*"); p.set_defaults(run=cmd_demo)
     args = parser.parse_args(argv)
+    if getattr(args, "course_dir", None):   # nbgrader and SQLite need it absolute (`--course-dir course`)
+        args.course_dir = str(Path(args.course_dir).resolve())
     if getattr(args, "scheduler", None):
         args.dask = True
     import logging

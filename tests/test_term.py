@@ -243,3 +243,23 @@ def test_roster_errors_say_what_is_wrong(tmp_path):
     bad.write_text("id,email\njdoe,a@x\njdoe,b@x\n")
     with pytest.raises(RosterError, match="line 3"):
         read_roster_csv(bad)
+
+
+def test_nbgrader_keys_reach_the_feedback_folder(tmp_path):
+    """nbgrader's release_feedback needs timestamp.txt and submission_secret.txt beside each
+    student's feedback; collect must not take the secret for a submission of its own."""
+    from grader.feedback import generate_feedback
+    folder = tmp_path / "submitted" / "alice" / A1
+    folder.mkdir(parents=True)
+    nbformat.write(perfect_submission(A1), str(folder / f"{A1}.ipynb"))
+    (folder / "timestamp.txt").write_text("2026-10-01 12:00:00.000000 UTC")
+    (folder / "submission_secret.txt").write_text("s3cr3t")
+    course = tmp_path / "course"
+    with redirect_stdout(io.StringIO()) as printed:
+        assert main(["autograde", A1, str(tmp_path / "submitted"), "--course-dir", str(course),
+                     "--workers", "1"]) == 0
+    assert "unrecognised" not in printed.getvalue() and "not graded" not in printed.getvalue(), printed.getvalue()
+    generate_feedback(A1, course_dir=course)
+    feedback = course / "feedback" / "alice" / A1
+    assert (feedback / "timestamp.txt").read_text().startswith("2026-10-01")
+    assert (feedback / "submission_secret.txt").read_text() == "s3cr3t"

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 LMS_PRESETS = ("canvas", "moodle", "blackboard", "nbgrader")
+# what `nbgrader collect` stores beside a submission: when it was submitted, and the key nbgrader's
+# release_feedback names the student's returned feedback by (kept with the graded notebook)
+NBGRADER_KEYS = ("timestamp.txt", "submission_secret.txt")
 SAFE_ID = re.compile(r"[^A-Za-z0-9_.@-]+")
 
 
@@ -194,13 +197,13 @@ def read_names(files, assignment_id, lms="auto", pattern=None):
 
 def relative_files(top):
     """Every file under `top` a student could have submitted, as (relative path, path); hidden
-    files, macOS resource forks, nbgrader's timestamp.txt and checkpoints are left out."""
+    files, macOS resource forks, nbgrader's timestamp and secret files and checkpoints are left out."""
     result = []
     for path in sorted(Path(top).rglob("*")):
         relative = PurePosixPath(path.relative_to(top).as_posix())
         if not path.is_file() or any(p.startswith(".") or p == "__MACOSX" for p in relative.parts):
             continue
-        if path.name == "timestamp.txt" or ".ipynb_checkpoints" in relative.parts:
+        if path.name in NBGRADER_KEYS or ".ipynb_checkpoints" in relative.parts:
             continue
         result.append((relative, path))
     return result
