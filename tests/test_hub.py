@@ -365,10 +365,12 @@ def test_course_loop_on_jupyterhub(hub, browser):
     feedback = hub.as_user(grader_user, ["python", "-m", "grader", "feedback", AID, "--course-dir", course / "course"],
                            cwd=course)
     assert feedback.returncode == 0 and "2 feedback pages" in feedback.stdout, f"{feedback.stdout}\n{feedback.stderr}"
-    # nbgrader's release_feedback needs the submission keys next to the feedback (feedback_keys.py says why)
-    keys = hub.as_user(grader_user, ["python", "deploy/jupyterhub/feedback_keys.py", AID,
-                                     "--course-dir", course / "course"], cwd=course)
-    assert keys.returncode == 0, f"{keys.stdout}\n{keys.stderr}"
+    # nbgrader's release_feedback names the returned feedback after the submission's keys: the grader
+    # keeps them beside each student's feedback, as nbgrader's own autograde and feedback do
+    for student in (STUDENT_A, STUDENT_B):
+        keys = course / "course" / "feedback" / student / AID
+        assert (keys / "timestamp.txt").is_file() and (keys / "submission_secret.txt").is_file(), \
+            f"no nbgrader submission keys in {keys}"
     if grader_user == "root":   # the course stays the instructor's
         owned = hub.as_user("root", ["chown", "-R", f"{INSTRUCTOR}:{INSTRUCTOR}", course / "course"])
         assert owned.returncode == 0, owned.stderr
