@@ -188,18 +188,38 @@ def prefill_and_decode_paths(self, ids, cache=None):
 # --- next_token_probs / sample_next_token ----------------------------------------------------
 
 
-@alternative("next_token_probs", "top-k by sorting: -inf at sorted ranks >= k, scattered back to vocabulary order")
-def sort_and_scatter(logits, temperature=1.0, top_k=None):
+def _refuse(temperature, top_k, top_p, greedy_allowed):
+    if temperature < 0 or (temperature == 0 and not greedy_allowed):
+        raise ValueError(f"temperature={temperature} is not allowed here")
+    if top_k is not None and top_k <= 0:
+        raise ValueError(f"top_k={top_k}: keep at least one token")
+    if top_p is not None and (top_p <= 0 or top_p > 1):
+        raise ValueError(f"top_p={top_p} is outside (0, 1]")
+
+
+@alternative("next_token_probs", "top-k by sorting: -inf at sorted ranks >= k, scattered back to vocabulary order; "
+                                 "top-p in sorted order (cumsum minus own probability < top_p), scattered back")
+def sort_and_scatter(logits, temperature=1.0, top_k=None, top_p=None):
+    _refuse(temperature, top_k, top_p, greedy_allowed=False)
     scaled = logits / temperature
     if top_k is not None and top_k < scaled.shape[-1]:
         sorted_logits, order = torch.sort(scaled, dim=-1, descending=True)
         sorted_logits[..., top_k:] = float("-inf")
         scaled = torch.empty_like(scaled).scatter_(-1, order, sorted_logits)
-    return F.softmax(scaled, dim=-1)
+    probs = F.softmax(scaled, dim=-1)
+    if top_p is not None:
+        sorted_probs, order = torch.sort(probs, dim=-1, descending=True)
+        sorted_probs = torch.where(sorted_probs.cumsum(-1) - sorted_probs < top_p, sorted_probs,
+                                   torch.zeros_like(sorted_probs))
+        sorted_probs = sorted_probs / sorted_probs.sum(-1, keepdim=True)
+        probs = torch.empty_like(probs).scatter_(-1, order, sorted_probs)
+    return probs
 
 
-@alternative("next_token_probs", "threshold with kthvalue, torch.where to -inf, softmax computed in float64 and cast back")
-def kthvalue_where_float64(logits, temperature=1.0, top_k=None):
+@alternative("next_token_probs", "threshold with kthvalue, torch.where to -inf, float64 inside; top-p without sorting: "
+                                 "a token is kept when the mass of the strictly more probable tokens is < top_p")
+def kthvalue_where_float64(logits, temperature=1.0, top_k=None, top_p=None):
+    _refuse(temperature, top_k, top_p, greedy_allowed=False)
     scaled = logits.double() / temperature
     vocab = scaled.shape[-1]
     if top_k is not None:
@@ -207,14 +227,41 @@ def kthvalue_where_float64(logits, temperature=1.0, top_k=None):
         threshold = scaled.kthvalue(vocab - k + 1, dim=-1, keepdim=True).values   # the k-th largest
         scaled = torch.where(scaled >= threshold, scaled, torch.full_like(scaled, float("-inf")))
     probs = torch.exp(scaled - scaled.max(dim=-1, keepdim=True).values)
-    return (probs / probs.sum(dim=-1, keepdim=True)).to(logits.dtype)
+    probs = probs / probs.sum(dim=-1, keepdim=True)
+    if top_p is not None:
+        above = (probs[..., None, :] > probs[..., :, None]).to(probs.dtype)      # [b, i, j]: p_j > p_i
+        mass_above = (above * probs[..., None, :]).sum(-1)
+        probs = torch.where(mass_above < top_p, probs, torch.zeros_like(probs))
+        probs = probs / probs.sum(dim=-1, keepdim=True)
+    return probs.to(logits.dtype)
+
+
+@alternative("next_token_probs", "top-p as a probability threshold: searchsorted finds the crossing token in the "
+                                 "sorted cumulative sums, every token at least that probable is kept")
+def searchsorted_threshold(logits, temperature=1.0, top_k=None, top_p=None):
+    _refuse(temperature, top_k, top_p, greedy_allowed=False)
+    scaled = logits / temperature
+    if top_k is not None:
+        smallest_kept = scaled.topk(min(top_k, scaled.size(-1)), dim=-1).values.min(dim=-1, keepdim=True).values
+        scaled = scaled.masked_fill(scaled < smallest_kept, -math.inf)
+    probs = scaled.softmax(dim=-1)
+    if top_p is None:
+        return probs
+    sorted_probs = probs.sort(dim=-1, descending=True).values
+    cumulative = sorted_probs.cumsum(dim=-1).contiguous()
+    target = torch.full_like(cumulative[..., :1], top_p)
+    crossing = torch.searchsorted(cumulative, target).clamp(max=probs.size(-1) - 1)   # first cumsum >= top_p
+    threshold = sorted_probs.gather(-1, crossing)
+    kept = probs * (probs >= threshold)
+    return kept / kept.sum(dim=-1, keepdim=True)
 
 
 @alternative("sample_next_token", "greedy through topk(1); the draw from float64 probabilities")
-def float64_probs(logits, temperature=0.0, top_k=None, generator=None):
+def float64_probs(logits, temperature=0.0, top_k=None, top_p=None, generator=None):
+    _refuse(temperature, top_k, top_p, greedy_allowed=True)
     if temperature == 0:
         return torch.topk(logits, 1, dim=-1).indices[:, 0]
-    probs = next_token_probs(logits.double(), temperature, top_k)
+    probs = next_token_probs(logits.double(), temperature, top_k, top_p=top_p)
     return torch.multinomial(probs, 1, generator=generator)[:, 0]
 
 
@@ -222,7 +269,12 @@ def float64_probs(logits, temperature=0.0, top_k=None, generator=None):
 
 
 @alternative("generate", "grows the output with torch.cat; logits computed at the top of each step")
-def cat_growth(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None, generator=None):
+def cat_growth(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None, top_p=None,
+               generator=None):
+    positions = model.pos_emb.num_embeddings
+    if prompt_ids.size(1) + max_new_tokens > positions:
+        raise ValueError(f"cannot write {max_new_tokens} tokens after a {prompt_ids.size(1)}-token prompt: "
+                         f"the model has {positions} positions")
     ids = prompt_ids.to(next(model.parameters()).device)
     cache = model.make_cache(ids.shape[0], max_len=ids.shape[1] + max_new_tokens) if use_cache else None
     with torch.no_grad():
@@ -231,14 +283,17 @@ def cat_growth(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.
                 logits = model(ids if step == 0 else ids[:, -1:], cache=cache)
             else:
                 logits = model(ids)
-            token = sample_next_token(logits[:, -1, :], temperature, top_k, generator)
+            token = sample_next_token(logits[:, -1, :], temperature, top_k, generator=generator, top_p=top_p)
             ids = torch.cat([ids, token.unsqueeze(1)], dim=1)
     return ids.to(prompt_ids.device)
 
 
 @alternative("generate", "a while loop over a Python list of per-step token columns, under torch.inference_mode")
 def while_loop_inference_mode(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
-                              generator=None):
+                              top_p=None, generator=None):
+    total = prompt_ids.shape[1] + max_new_tokens
+    if total > model.max_len:
+        raise ValueError(f"{total} tokens requested, the model's max_len is {model.max_len}")
     columns = [prompt_ids.to(next(model.parameters()).device)]
     with torch.inference_mode():
         cache = model.make_cache(prompt_ids.shape[0], max_len=prompt_ids.shape[1] + max_new_tokens) \
@@ -250,7 +305,7 @@ def while_loop_inference_mode(model, prompt_ids, max_new_tokens, use_cache=True,
                 logits = model(feed, cache=cache)[:, -1]
             else:
                 logits = model(torch.cat(columns, dim=1))[:, -1]
-            token = sample_next_token(logits, temperature, top_k, generator).view(-1, 1)
+            token = sample_next_token(logits, temperature, top_k, top_p=top_p, generator=generator).view(-1, 1)
             columns.append(token)
             feed = token
             produced += 1

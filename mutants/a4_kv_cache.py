@@ -294,9 +294,142 @@ def uncached_not_causal(self, ids, cache=None):
 # --- sampling --------------------------------------------------------------------------------
 
 
+def _check_arguments(temperature, top_k, top_p):
+    """The correct argument checks (shared by the mutants whose bugs are elsewhere)."""
+    if temperature < 0:
+        raise ValueError(f"temperature {temperature} < 0")
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"top_k {top_k} < 1")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ValueError(f"top_p {top_p} outside (0, 1]")
+
+
+def _top_k_softmax(logits, temperature, top_k):
+    """softmax(logits / temperature) restricted to the top_k largest logits (correct)."""
+    scaled = logits / temperature
+    if top_k is not None:
+        kth = torch.topk(scaled, min(top_k, scaled.shape[-1]), dim=-1).values[..., -1:]
+        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+    return torch.softmax(scaled, dim=-1)
+
+
+def _nucleus_mask(probs, top_p, inclusive=True, at_least_one=True):
+    """Which tokens top-p keeps. inclusive: the token whose cumulative sum crosses top_p too."""
+    sorted_probs, order = torch.sort(probs, dim=-1, descending=True)
+    cumulative = sorted_probs.cumsum(dim=-1)
+    keep_sorted = (cumulative - sorted_probs < top_p) if inclusive else (cumulative < top_p)
+    if at_least_one:
+        keep_sorted[..., 0] = True
+    return torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+
+
+def _renormalised(probs, keep):
+    probs = probs.masked_fill(~keep, 0.0)
+    return probs / probs.sum(dim=-1, keepdim=True)
+
+
+@mutant("next_token_probs", "top-p drops the token whose cumulative probability crosses top_p (keeps cumsum < top_p, "
+        "plus the first)", fails=("test_next_token_probs", "test_sample_next_token"))
+def top_p_excludes_crossing_token(logits, temperature=1.0, top_k=None, top_p=None):
+    _check_arguments(temperature if temperature != 0 else -1, top_k, top_p)
+    probs = _top_k_softmax(logits, temperature, top_k)
+    if top_p is not None:
+        probs = _renormalised(probs, _nucleus_mask(probs, top_p, inclusive=False))
+    return probs
+
+
+@mutant("next_token_probs", "top-p keeps cumsum < top_p and nothing else: a row whose top token alone passes top_p "
+        "keeps no token (NaN)", fails=("test_next_token_probs",))
+def top_p_can_keep_nothing(logits, temperature=1.0, top_k=None, top_p=None):
+    _check_arguments(temperature if temperature != 0 else -1, top_k, top_p)
+    probs = _top_k_softmax(logits, temperature, top_k)
+    if top_p is not None:
+        probs = _renormalised(probs, _nucleus_mask(probs, top_p, inclusive=False, at_least_one=False))
+    return probs
+
+
+@mutant("next_token_probs", "top-p chosen on softmax(logits) before the temperature is applied",
+        fails=("test_next_token_probs",))
+def top_p_before_temperature(logits, temperature=1.0, top_k=None, top_p=None):
+    _check_arguments(temperature if temperature != 0 else -1, top_k, top_p)
+    probs = _top_k_softmax(logits, temperature, top_k)
+    if top_p is not None:
+        probs = _renormalised(probs, _nucleus_mask(_top_k_softmax(logits, 1.0, top_k), top_p))
+    return probs
+
+
+@mutant("next_token_probs", "top-p applied to the full softmax, before top-k (the nucleus of the wrong distribution)",
+        fails=("test_next_token_probs",))
+def top_p_before_top_k(logits, temperature=1.0, top_k=None, top_p=None):
+    _check_arguments(temperature if temperature != 0 else -1, top_k, top_p)
+    probs = _top_k_softmax(logits, temperature, None)
+    if top_p is not None:
+        probs = _renormalised(probs, _nucleus_mask(probs, top_p))
+    if top_k is not None:
+        kth = torch.topk(probs, min(top_k, probs.shape[-1]), dim=-1).values[..., -1:]
+        probs = _renormalised(probs, probs >= kth)
+    return probs
+
+
+@mutant("next_token_probs", "top-p zeroes the dropped tokens but does not renormalise",
+        fails=("test_next_token_probs",))
+def top_p_not_renormalised(logits, temperature=1.0, top_k=None, top_p=None):
+    _check_arguments(temperature if temperature != 0 else -1, top_k, top_p)
+    probs = _top_k_softmax(logits, temperature, top_k)
+    if top_p is not None:
+        probs = probs.masked_fill(~_nucleus_mask(probs, top_p), 0.0)
+    return probs
+
+
+@mutant("next_token_probs", "top_k larger than the vocabulary: torch.topk raises a RuntimeError instead of keeping all",
+        fails=("test_sampling_edge_cases",))
+def top_k_beyond_vocab_raises(logits, temperature=1.0, top_k=None, top_p=None):
+    _check_arguments(temperature if temperature != 0 else -1, top_k, top_p)
+    scaled = logits / temperature
+    if top_k is not None:
+        kth = torch.topk(scaled, top_k, dim=-1).values[..., -1:]
+        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+    probs = torch.softmax(scaled, dim=-1)
+    return probs if top_p is None else _renormalised(probs, _nucleus_mask(probs, top_p))
+
+
+@mutant("next_token_probs", "top_p=1.0 rejected (checks 0 < top_p < 1 instead of 0 < top_p <= 1)",
+        fails=("test_sampling_edge_cases",))
+def top_p_one_rejected(logits, temperature=1.0, top_k=None, top_p=None):
+    _check_arguments(temperature if temperature != 0 else -1, top_k, None)
+    if top_p is not None and not 0 < top_p < 1:
+        raise ValueError(f"top_p {top_p} outside (0, 1)")
+    probs = _top_k_softmax(logits, temperature, top_k)
+    return probs if top_p is None else _renormalised(probs, _nucleus_mask(probs, top_p))
+
+
+@mutant("next_token_probs", "no argument checks: temperature 0 divides by zero (NaN), top_k=0 and top_p=0 fail "
+        "with other errors or silently", fails=("test_sampling_edge_cases",))
+def no_argument_checks(logits, temperature=1.0, top_k=None, top_p=None):
+    probs = _top_k_softmax(logits, temperature, top_k)
+    return probs if top_p is None else _renormalised(probs, _nucleus_mask(probs, top_p))
+
+
+@mutant("sample_next_token", "a negative temperature is taken as greedy (temperature <= 0) instead of refused",
+        fails=("test_sampling_edge_cases",))
+def negative_temperature_greedy(logits, temperature=0.0, top_k=None, top_p=None, generator=None):
+    if temperature <= 0:
+        return logits.argmax(dim=-1)
+    return torch.multinomial(next_token_probs(logits, temperature, top_k, top_p), 1, generator=generator).squeeze(-1)
+
+
+@mutant("sample_next_token", "does not pass top_p on to next_token_probs (top-p silently ignored)",
+        fails=("test_sample_next_token", "test_generate_sampling"))
+def ignores_top_p(logits, temperature=0.0, top_k=None, top_p=None, generator=None):
+    _check_arguments(temperature, top_k, top_p)
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    return torch.multinomial(next_token_probs(logits, temperature, top_k), 1, generator=generator).squeeze(-1)
+
+
 @mutant("next_token_probs", "top-k keeps k-1 candidates (masks logits <= the k-th largest)",
         fails=("test_next_token_probs", "test_sample_next_token"))
-def top_k_minus_one(logits, temperature=1.0, top_k=None):
+def top_k_minus_one(logits, temperature=1.0, top_k=None, top_p=None):
     scaled = logits / temperature
     if top_k is not None:
         kth = torch.topk(scaled, top_k, dim=-1).values[..., -1:]
@@ -306,7 +439,7 @@ def top_k_minus_one(logits, temperature=1.0, top_k=None):
 
 @mutant("next_token_probs", "multiplies the logits by the temperature instead of dividing",
         fails=("test_next_token_probs", "test_sample_next_token"))
-def temperature_multiplies(logits, temperature=1.0, top_k=None):
+def temperature_multiplies(logits, temperature=1.0, top_k=None, top_p=None):
     scaled = logits * temperature
     if top_k is not None:
         kth = torch.topk(scaled, top_k, dim=-1).values[..., -1:]
@@ -316,7 +449,7 @@ def temperature_multiplies(logits, temperature=1.0, top_k=None):
 
 @mutant("next_token_probs", "divides the probabilities by the temperature after the softmax (no effect once renormalised)",
         fails=("test_next_token_probs",))
-def temperature_after_softmax(logits, temperature=1.0, top_k=None):
+def temperature_after_softmax(logits, temperature=1.0, top_k=None, top_p=None):
     scaled = logits
     if top_k is not None:
         kth = torch.topk(scaled, top_k, dim=-1).values[..., -1:]
@@ -327,7 +460,7 @@ def temperature_after_softmax(logits, temperature=1.0, top_k=None):
 
 @mutant("next_token_probs", "top-k by zeroing probabilities without renormalising",
         fails=("test_next_token_probs",))
-def top_k_not_renormalised(logits, temperature=1.0, top_k=None):
+def top_k_not_renormalised(logits, temperature=1.0, top_k=None, top_p=None):
     probs = torch.softmax(logits / temperature, dim=-1)
     if top_k is not None:
         kth = torch.topk(probs, top_k, dim=-1).values[..., -1:]
@@ -337,17 +470,19 @@ def top_k_not_renormalised(logits, temperature=1.0, top_k=None):
 
 @mutant("sample_next_token", "ignores the generator: draws from the global RNG",
         fails=("test_sample_next_token", "test_generate_sampling"))
-def ignores_generator(logits, temperature=0.0, top_k=None, generator=None):
+def ignores_generator(logits, temperature=0.0, top_k=None, top_p=None, generator=None):
+    _check_arguments(temperature, top_k, top_p)
     if temperature == 0:
         return logits.argmax(dim=-1)
-    return torch.multinomial(next_token_probs(logits, temperature, top_k), 1).squeeze(-1)
+    return torch.multinomial(next_token_probs(logits, temperature, top_k, top_p), 1).squeeze(-1)
 
 
 @mutant("sample_next_token", "greedy applies top-k sampling instead of the argmax", fails=("test_sample_next_token",))
-def greedy_samples_with_top_k(logits, temperature=0.0, top_k=None, generator=None):
+def greedy_samples_with_top_k(logits, temperature=0.0, top_k=None, top_p=None, generator=None):
+    _check_arguments(temperature, top_k, top_p)
     if temperature == 0 and top_k is None:
         return logits.argmax(dim=-1)
-    probs = next_token_probs(logits, temperature or 1.0, top_k)
+    probs = next_token_probs(logits, temperature or 1.0, top_k, top_p)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
@@ -355,14 +490,16 @@ def greedy_samples_with_top_k(logits, temperature=0.0, top_k=None, generator=Non
 
 
 def _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, generator,
-              position=-1, steps_offset=0, whole_context_with_cache=False, keep_prompt=True):
+              position=-1, steps_offset=0, whole_context_with_cache=False, keep_prompt=True, top_p=None):
     batch, prompt_len = prompt_ids.shape
+    if prompt_len + max_new_tokens > model.max_len:
+        raise ValueError(f"{prompt_len} + {max_new_tokens} tokens exceed max_len={model.max_len}")
     ids = prompt_ids
     with torch.no_grad():
         cache = model.make_cache(batch, max_len=prompt_len + max_new_tokens) if use_cache else None
         logits = model(ids, cache=cache)[:, position] if use_cache else model(ids)[:, position]
         for step in range(max_new_tokens + steps_offset):
-            token = sample_next_token(logits, temperature, top_k, generator)
+            token = sample_next_token(logits, temperature, top_k, top_p=top_p, generator=generator)
             ids = torch.cat([ids, token[:, None]], dim=1)
             if use_cache and not whole_context_with_cache:
                 logits = model(token[:, None], cache=cache)[:, position] if step < max_new_tokens - 1 else logits
@@ -374,41 +511,104 @@ def _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, 
 @mutant("generate", "takes the logits of the first position instead of the last",
         fails=("test_generate_greedy", "test_generate_sampling"))
 def first_position_logits(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
-                          generator=None):
-    return _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, generator, position=0)
+                          top_p=None, generator=None):
+    return _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, generator, position=0,
+                     top_p=top_p)
 
 
 @mutant("generate", "off by one: generates max_new_tokens - 1 tokens", fails=("test_generate_greedy",))
 def one_token_short(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
-                    generator=None):
-    return _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, generator, steps_offset=-1)
+                    top_p=None, generator=None):
+    return _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, generator, steps_offset=-1,
+                     top_p=top_p)
 
 
 @mutant("generate", "returns only the new tokens, without the prompt", fails=("test_generate_greedy",))
-def drops_prompt(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None, generator=None):
-    return _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, generator, keep_prompt=False)
+def drops_prompt(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None, top_p=None,
+                 generator=None):
+    return _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, generator, keep_prompt=False,
+                     top_p=top_p)
 
 
 @mutant("generate", "feeds the whole sequence every step even with use_cache=True (the cache is filled but unused)",
         fails=("test_generate_uses_cache",))
 def whole_sequence_every_step(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
-                              generator=None):
+                              top_p=None, generator=None):
     return _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, generator,
-                     whole_context_with_cache=True)
+                     whole_context_with_cache=True, top_p=top_p)
 
 
 @mutant("generate", "uncached mode only feeds the last token (no context at all)",
         fails=("test_generate_sampling", "test_generate_uses_cache"))
 def uncached_without_context(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
-                             generator=None):
+                             top_p=None, generator=None):
     batch, prompt_len = prompt_ids.shape
+    if prompt_len + max_new_tokens > model.max_len:
+        raise ValueError("too long")
     ids = prompt_ids
     with torch.no_grad():
         cache = model.make_cache(batch, max_len=prompt_len + max_new_tokens) if use_cache else None
         logits = model(ids, cache=cache)[:, -1]
         for step in range(max_new_tokens):
-            token = sample_next_token(logits, temperature, top_k, generator)
+            token = sample_next_token(logits, temperature, top_k, top_p=top_p, generator=generator)
             ids = torch.cat([ids, token[:, None]], dim=1)
             if step < max_new_tokens - 1:
                 logits = model(token[:, None], cache=cache)[:, -1]
     return ids
+
+
+@mutant("generate", "no length check of its own: without the cache the model runs step after step until its own "
+        "max_len error", fails=("test_sampling_edge_cases",))
+def length_found_by_the_model(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
+                              top_p=None, generator=None):
+    batch, prompt_len = prompt_ids.shape
+    ids = prompt_ids
+    with torch.no_grad():
+        cache = model.make_cache(batch, max_len=prompt_len + max_new_tokens) if use_cache else None
+        for step in range(max_new_tokens):
+            if use_cache:
+                logits = model(ids if step == 0 else ids[:, -1:], cache=cache)[:, -1]
+            else:
+                logits = model(ids)[:, -1]
+            token = sample_next_token(logits, temperature, top_k, top_p=top_p, generator=generator)
+            ids = torch.cat([ids, token[:, None]], dim=1)
+    if ids.shape[1] > model.max_len:
+        raise ValueError("too long")
+    return ids
+
+
+@mutant("generate", "checks the length only without the cache; with it, a cache of the model's max_len overflows "
+        "mid-generation, after the prefill", fails=("test_sampling_edge_cases",))
+def length_checked_only_uncached(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
+                                 top_p=None, generator=None):
+    batch, prompt_len = prompt_ids.shape
+    if not use_cache and prompt_len + max_new_tokens > model.max_len:
+        raise ValueError("too long")
+    ids = prompt_ids
+    with torch.no_grad():
+        cache = model.make_cache(batch) if use_cache else None
+        for step in range(max_new_tokens):
+            if use_cache:
+                logits = model(ids if step == 0 else ids[:, -1:], cache=cache)[:, -1]
+            else:
+                logits = model(ids)[:, -1]
+            token = sample_next_token(logits, temperature, top_k, top_p=top_p, generator=generator)
+            ids = torch.cat([ids, token[:, None]], dim=1)
+    if use_cache and ids.shape[1] > model.max_len:
+        raise ValueError("too long")
+    return ids
+
+
+@mutant("generate", "off by one: refuses L_prompt + max_new_tokens == max_len (>= instead of >)",
+        fails=("test_generate_greedy", "test_sampling_edge_cases"))
+def refuses_exactly_max_len(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
+                            top_p=None, generator=None):
+    if prompt_ids.shape[1] + max_new_tokens >= model.max_len:
+        raise ValueError("too long")
+    return _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, generator, top_p=top_p)
+
+
+@mutant("generate", "does not pass top_p on to sample_next_token", fails=("test_generate_sampling",))
+def generate_drops_top_p(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
+                         top_p=None, generator=None):
+    return _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, generator)
