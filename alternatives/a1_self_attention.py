@@ -67,6 +67,18 @@ def loop_over_parallel_rows(q, k, v):
     return torch.cat([scaled_dot_product_attention(q[i:i + 1], k, v)[0] for i in range(len(q))])
 
 
+@alternative("attention_loop", "a while loop over query indices: einsum scores, log-sum-exp softmax, "
+                              "(1, dv) rows joined with torch.cat")
+def while_loop_logsumexp(q, k, v):
+    rows, i = [], 0
+    while i < q.size(0):
+        scores = torch.einsum("d,kd->k", q[i], k) * q.size(1) ** -0.5
+        weights = torch.exp(scores - torch.logsumexp(scores, dim=0))
+        rows.append((weights[:, None] * v).sum(dim=0, keepdim=True))
+        i += 1
+    return torch.cat(rows, dim=0)
+
+
 # --- SelfAttention -------------------------------------------------------------------------
 
 

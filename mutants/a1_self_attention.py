@@ -128,6 +128,26 @@ def loop_missing_scale(q, k, v):
     return torch.stack([torch.softmax(k @ query, dim=0) @ v for query in q])
 
 
+@mutant("attention_loop", "not a loop: the matrix form softmax(q @ k.T / sqrt(d_k)) @ v (right numbers, "
+        "the task asked for one query at a time)", fails=("test_attention_loop",))
+def vectorised_not_a_loop(q, k, v):
+    return torch.softmax(q @ k.T / math.sqrt(q.shape[-1]), dim=-1) @ v
+
+
+@mutant("attention_loop", "loops over the keys (an online softmax), not over the queries",
+        fails=("test_attention_loop",))
+def loops_over_keys(q, k, v):
+    scores = q @ k.T / math.sqrt(q.shape[-1])                   # (Lq, Lk)
+    top = scores.max(dim=1, keepdim=True).values
+    total = torch.zeros(q.shape[0], 1, dtype=q.dtype)
+    out = torch.zeros(q.shape[0], v.shape[1], dtype=q.dtype)
+    for j in range(k.shape[0]):
+        weight = torch.exp(scores[:, j:j + 1] - top)
+        total = total + weight
+        out = out + weight * v[j]
+    return out / total
+
+
 # --- SelfAttention ------------------------------------------------------------------------
 
 
