@@ -45,7 +45,7 @@ def sandbox_overhead(assignment_id, repeats=3):
         folder = Path(tmp) / "one"
         folder.mkdir()
         nbformat.write(perfect_submission(assignment_id), str(folder / "alice.ipynb"))
-        [submission] = collect(assignment_id, folder)
+        [submission] = collect(assignment_id, folder).submissions
         for sandboxed in (True, False):
             batch = Batch(assignment_id, course_dir=Path(tmp) / f"course-{sandboxed}", sandboxed=sandboxed)
             samples = []

@@ -191,7 +191,7 @@ def _check_release_scores_zero(assignment_id, full):
         from .stages.collect import collect
         batch = Batch(assignment_id, course_dir=Path(tmp) / "course")
         try:
-            outcome, _ = batch.grade(collect(assignment_id, folder)[0])
+            outcome, _ = batch.grade(collect(assignment_id, folder).submissions[0])
         finally:
             batch.close()
     ok = outcome.status == "graded" and outcome.score == 0

@@ -41,28 +41,19 @@ class Entry:
     cells: dict = field(default_factory=dict)
 
 
-@dataclass
-class Person:
-    id: str
-    first_name: str = ""
-    last_name: str = ""
-    email: str = ""
-    lms_user_id: str = ""
-
-
 def gather(course_dir=COURSE_DIR, assignment_ids=None):
     """(people, assignment names, {(student, assignment): Entry}) from the gradebook; people are
     the roster when one was imported, else every student in the gradebook."""
     from nbgrader.api import Gradebook
 
-    from .roster import roster_ids
+    from .roster import RosterStudent, roster_ids
     roster = roster_ids(course_dir)
     outcomes = _lms_late_flags(course_dir)
     entries, people = {}, {}
     with warnings.catch_warnings(), Gradebook(gradebook_url(course_dir)) as gb:
         warnings.simplefilter("ignore")
         for s in gb.students:
-            people[s.id] = Person(s.id, s.first_name or "", s.last_name or "", s.email or "", s.lms_user_id or "")
+            people[s.id] = RosterStudent.from_gradebook(s)
         assignments = sorted((a for a in gb.assignments if not assignment_ids or a.name in assignment_ids),
                              key=lambda a: a.name)      # the course's order (nbgrader's is by due date)
         for assignment in assignments:
@@ -88,7 +79,7 @@ def gather(course_dir=COURSE_DIR, assignment_ids=None):
     for sid in ids:
         for name in names:
             entries.setdefault((sid, name), Entry(sid, name, "missing", max_score=max_scores[name]))
-    return [people.get(i, Person(i)) for i in ids], names, entries
+    return [people.get(i, RosterStudent(i)) for i in ids], names, entries
 
 
 def _lms_late_flags(course_dir):

@@ -27,6 +27,12 @@ class RosterStudent:
     email: str = ""
     lms_user_id: str = ""
 
+    @classmethod
+    def from_gradebook(cls, student):
+        """From nbgrader's Student record (its empty fields are None)."""
+        return cls(student.id, student.first_name or "", student.last_name or "", student.email or "",
+                   student.lms_user_id or "")
+
     @property
     def display(self):
         return " ".join(p for p in (self.first_name, self.last_name) if p) or self.id
@@ -107,11 +113,10 @@ def load_roster(course_dir=COURSE_DIR):
         warnings.simplefilter("ignore")
         for student_id in ids:
             try:
-                s = gb.find_student(student_id)
+                found = gb.find_student(student_id)
             except MissingEntry:
                 continue
-            students.append(RosterStudent(s.id, s.first_name or "", s.last_name or "", s.email or "",
-                                          s.lms_user_id or ""))
+            students.append(RosterStudent.from_gradebook(found))
     return students
 
 

@@ -13,7 +13,7 @@ def _nb(path):
 def test_folder_of_files_with_lms_names(tmp_path):
     _nb(tmp_path / "alice.ipynb")
     _nb(tmp_path / "bob_a1_self_attention.ipynb")
-    found = {s.student: s for s in collect("a1_self_attention", tmp_path)}
+    found = {s.student: s for s in collect("a1_self_attention", tmp_path).submissions}
     assert set(found) == {"alice", "bob"}
 
 
@@ -21,7 +21,7 @@ def test_submitted_layout_missing_and_renamed(tmp_path):
     _nb(tmp_path / "carol" / "a1_self_attention" / "a1_self_attention.ipynb")
     _nb(tmp_path / "dave" / "a1_self_attention" / "my_work.ipynb")
     (tmp_path / "erin" / "a1_self_attention").mkdir(parents=True)
-    found = {s.student: s for s in collect("a1_self_attention", tmp_path)}
+    found = {s.student: s for s in collect("a1_self_attention", tmp_path).submissions}
     assert found["carol"].path.name == "a1_self_attention.ipynb" and found["carol"].problem is None
     assert "renamed" in found["dave"].note
     assert found["erin"].path is None and "no a1_self_attention.ipynb" in found["erin"].problem
@@ -32,7 +32,7 @@ def test_zip_from_an_lms(tmp_path):
     archive = tmp_path / "download.zip"
     with zipfile.ZipFile(archive, "w") as z:
         z.write(tmp_path / "src" / "frank_a1_self_attention.ipynb", "submissions/frank_a1_self_attention.ipynb")
-    [submission] = collect("a1_self_attention", archive, workspace=tmp_path / "unzipped")
+    [submission] = collect("a1_self_attention", archive, workspace=tmp_path / "unzipped").submissions
     assert submission.student == "frank"
 
 

@@ -37,15 +37,6 @@ class Intake:
     submissions: list
     unrecognised: list          # relative paths no submission could be made of
 
-    def __iter__(self):         # `for s in collect(...)` and `collect(...)[0]` keep working
-        return iter(self.submissions)
-
-    def __getitem__(self, index):
-        return self.submissions[index]
-
-    def __len__(self):
-        return len(self.submissions)
-
 
 def collect(assignment_id, source, workspace=None, lms="auto", pattern=None):
     source = Path(source)
@@ -139,9 +130,3 @@ def _single_top_folder(folder):
     if "_assignsubmission_" in inner.name or "+" in inner.name or (inner / "submitted").exists():
         return folder
     return inner
-
-
-# kept for callers that name one file (benchmarks): the student a plain file name stands for
-def student_id_from_filename(stem, assignment_id):
-    stem = stem.replace(assignment_id, "").strip("_- ") or stem
-    return SAFE_ID.sub("_", stem)
