@@ -20,10 +20,10 @@ def cmd_sync(args):
     for aid in _ids(args.ids):
         refreshed = sync_provided(aid)
         print(f"{aid}: " + (f"refreshed {', '.join(refreshed)}" if refreshed else "provided cells up to date"))
-    if not args.ids:   # the lectures carry the device helper too (grader/provided/device.py)
+    if not args.ids:   # the lectures carry the device helper and the progress bar (grader/provided/)
         lectures = sync_lectures()
-        print("lectures: " + (f"refreshed the device helper in {', '.join(lectures)}" if lectures
-                              else "device helper up to date"))
+        print("lectures: " + (f"refreshed the device helper or progress bar in {', '.join(lectures)}" if lectures
+                              else "device helper and progress bar up to date"))
 
 
 def cmd_release(args):

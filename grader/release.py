@@ -1,6 +1,7 @@
 """`release`: regenerate assignments/ from solutions/, always overwriting; `sync`: refresh
-every provided cell from grader/provided/ (the one source of truth for shared code), and the
-device helper region of every setup cell (solutions and lectures) from grader/provided/device.py."""
+every provided cell from grader/provided/ (the one source of truth for shared code), the
+device helper region of every setup cell (solutions and lectures) from grader/provided/device.py,
+and the lectures' progress bar from grader/provided/progress.py."""
 import re
 import shutil
 import tempfile
@@ -50,12 +51,15 @@ _REGION = re.compile(re.escape(DEVICE_BEGIN) + r".*?" + re.escape(DEVICE_END) + 
 _OLD_DEVICE_LINE = re.compile(r"^device\s*=.*\bcuda\b.*$", re.M)   # `device = "cuda" if ... else "cpu"`
 
 
+def marked_region(filename, begin, end):
+    """The lines of grader/provided/<filename> from the `begin` marker to the `end` marker, inclusive."""
+    text = provided_source(filename)
+    return text[text.index(begin):text.index(end) + len(end)]
+
+
 def device_helper_source():
-    """The lines of grader/provided/device.py from its begin marker to its end marker, inclusive:
-    what every setup cell carries, followed by `device = pick_device()`."""
-    text = provided_source(DEVICE_FILE)
-    start, end = text.index(DEVICE_BEGIN), text.index(DEVICE_END) + len(DEVICE_END)
-    return text[start:end]
+    """What every setup cell carries from grader/provided/device.py, followed by `device = pick_device()`."""
+    return marked_region(DEVICE_FILE, DEVICE_BEGIN, DEVICE_END)
 
 
 def device_setup_cell(nb):
@@ -109,13 +113,62 @@ def sync_device_helper(path):
     return False
 
 
+# ---- the lectures' progress bar: one region of the setup cell, from grader/provided/progress.py ----
+
+PROGRESS_FILE = "progress.py"
+PROGRESS_BEGIN = "# --- progress bar: grader/provided/progress.py (do not edit) ---"
+PROGRESS_END = "# --- end of progress bar ---"
+_PROGRESS_REGION = re.compile(re.escape(PROGRESS_BEGIN) + r".*?" + re.escape(PROGRESS_END), re.S)
+
+
+def progress_helper_source():
+    return marked_region(PROGRESS_FILE, PROGRESS_BEGIN, PROGRESS_END)
+
+
+def progress_helper_problem(nb):
+    """None if the notebook uses no `tqdm(` or its cells carry the current progress-bar region;
+    otherwise what is wrong, in a few words."""
+    code = [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    if not any("tqdm(" in source for source in code):
+        return None
+    region = [source for source in code if PROGRESS_BEGIN in source]
+    if not region:
+        return "it calls tqdm( but carries no progress-bar region"
+    if PROGRESS_END not in region[0]:
+        return "the progress-bar region has no end marker"
+    if progress_helper_source() not in region[0]:
+        return "the progress-bar region differs from grader/provided/progress.py"
+    return None
+
+
+def apply_progress_helper(nb):
+    """Rewrite the progress-bar region (where a cell has one) from grader/provided/progress.py.
+    Returns True if a source changed."""
+    changed = False
+    for cell in nb.cells:
+        if cell.cell_type != "code" or PROGRESS_BEGIN not in cell.source:
+            continue
+        if PROGRESS_END not in cell.source:
+            raise ReleaseError(f"the progress-bar region has no end marker ({PROGRESS_END!r}); restore it, then sync again")
+        new = _PROGRESS_REGION.sub(lambda _: progress_helper_source(), cell.source, count=1)
+        changed, cell.source = changed or new != cell.source, new
+    return changed
+
+
 def lecture_paths():
     return sorted(LECTURES_DIR.glob("[0-9][0-9]_*.ipynb"))
 
 
 def sync_lectures():
-    """Refresh the device helper of every lecture; returns the names of the lectures it rewrote."""
-    return [path.name for path in lecture_paths() if sync_device_helper(path)]
+    """Refresh the device helper and the progress bar of every lecture; returns the names of the
+    lectures it rewrote."""
+    rewritten = []
+    for path in lecture_paths():
+        nb = nbtools.read(path)
+        if apply_device_helper(nb) | apply_progress_helper(nb):
+            nbformat.write(nb, str(path))
+            rewritten.append(path.name)
+    return rewritten
 
 
 def stale_device_helpers(paths=None):

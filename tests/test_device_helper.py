@@ -11,8 +11,8 @@ import torch
 
 from grader import notebook as nbtools
 from grader.release import (DEVICE_BEGIN, DEVICE_CALL, DEVICE_END, ReleaseError, apply_device_helper,
-                            device_helper_problem, device_helper_source, device_setup_cell,
-                            stale_device_helpers)
+                            apply_progress_helper, device_helper_problem, device_helper_source, device_setup_cell,
+                            progress_helper_problem, progress_helper_source, stale_device_helpers)
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = (sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb")) + sorted((REPO / "solutions").glob("*/*.ipynb"))
@@ -245,3 +245,36 @@ def test_make_gpu_report_without_cuda_fails_with_the_message():
     assert f"{sys.executable} tools/gpu_report.py" in proc.stdout          # that interpreter, no venv made
     assert "no usable CUDA device" in proc.stdout and "needs a CUDA GPU" in proc.stdout
     assert "Error 3" in proc.stderr, proc.stderr
+
+
+# ---- the lectures' progress bar (grader/provided/progress.py), copied like the device helper ----
+
+@pytest.mark.parametrize("path", sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.stem)
+def test_every_lecture_carries_the_current_progress_bar(path):
+    problem = progress_helper_problem(nbtools.read(path))
+    assert problem is None, f"{path.relative_to(REPO)}: {problem} (run `python -m grader sync`)"
+
+
+def test_the_progress_bar_redraws_a_bounded_number_of_times():
+    """A kernel sends one message (a few, for a widget) per redraw; a client that reads them after the
+    cell loses those past ZeroMQ's 1000-message queue, the cell's end among them (nbval: "Timeout of 5
+    seconds exceeded waiting for output"). So a long loop must not redraw per step, on any machine."""
+    import io
+    namespace = {}
+    exec(compile(progress_helper_source(), "<progress bar>", "exec"), namespace)
+    out = io.StringIO()
+    # mininterval=0: as if every step took longer than tqdm's redraw interval (a slow machine)
+    assert list(namespace["tqdm"](range(1000), file=out, mininterval=0)) == list(range(1000))
+    redraws = out.getvalue().count("\r")
+    assert 10 <= redraws <= 60, f"{redraws} redraws for 1000 steps"
+    assert "1000/1000" in out.getvalue()
+
+
+def test_sync_refreshes_a_stale_progress_bar():
+    nb = _notebook("import torch\n" + progress_helper_source() + "\nfor i in tqdm(range(3)): pass")
+    assert progress_helper_problem(nb) is None
+    nb.cells[1].source = nb.cells[1].source.replace("at most ~50 times", "often")
+    assert "differs" in progress_helper_problem(nb)
+    assert apply_progress_helper(nb) is True and progress_helper_problem(nb) is None
+    nb.cells[1].source = "from tqdm import tqdm\nfor i in tqdm(range(3)): pass"
+    assert "no progress-bar region" in progress_helper_problem(nb)
