@@ -10,7 +10,7 @@ Systems, all greedy, batch 1, a 16-token prompt, on CPU with 2 threads (or on a 
   hf_gpt2_generate    Hugging Face transformers' GPT2LMHeadModel built from a GPT2Config with the same
                       dimensions (random weights, nothing downloaded), model.generate(...,
                       do_sample=False, use_cache=True, min_new_tokens=n)
-On CUDA, four more (decoding on a GPU done right: static shapes, hence CUDA graphs; lecture 6, section 9):
+On CUDA, four more (decoding on a GPU done right: static shapes, hence CUDA graphs; lecture 8, section 9):
   reference_static    the reference model's decode step with static shapes: the position lives in a
                       device tensor, each step writes its key/value into the preallocated KVCache with
                       index_copy_ and attends over all max_len positions, the later ones masked (eager)

@@ -160,7 +160,7 @@ def test_a_notebook_that_chooses_no_device_is_reported_not_rewritten():
 
 # ---- the GPU parts, on a machine without CUDA: they skip cleanly, and `make gpu-report` says why it cannot run
 
-GPU_SKIPS = {"05_flop_io_accounting": 2, "06_kv_cache_decoding": 6}
+GPU_SKIPS = {"07_flop_io_accounting": 2, "08_kv_cache_decoding": 6}
 
 
 @pytest.mark.parametrize("stem,count", GPU_SKIPS.items())
@@ -179,8 +179,8 @@ def _gpu_report_module():
     return module
 
 
-def test_lecture_05_prints_the_peaks_line_the_report_reads():
-    source = "\n".join(c.source for c in nbtools.read(REPO / "lectures" / "05_flop_io_accounting.ipynb").cells)
+def test_lecture_07_prints_the_peaks_line_the_report_reads():
+    source = "\n".join(c.source for c in nbtools.read(REPO / "lectures" / "07_flop_io_accounting.ipynb").cells)
     assert 'print("PEAKS " + " ".join(f"{k}={v:.4g}" for k, v in gpu_peaks.items()))' in source
     line = "PEAKS " + " ".join(f"{k}={v:.4g}" for k, v in {"fp32": 5.1e13, "tf32": 3.9e14, "bf16": 7.2e14,
                                                            "bandwidth": 2.9e12}.items())
@@ -191,7 +191,7 @@ def test_lecture_05_prints_the_peaks_line_the_report_reads():
 
 def test_the_report_is_written_from_its_parts(tmp_path):
     report = _gpu_report_module()
-    notebooks = [{"name": "lectures/05_flop_io_accounting.ipynb", "ok": True, "seconds": 12.5, "error": None},
+    notebooks = [{"name": "lectures/07_flop_io_accounting.ipynb", "ok": True, "seconds": 12.5, "error": None},
                  {"name": "solutions/a4_kv_cache/a4_kv_cache.ipynb", "ok": False, "seconds": 3.0,
                   "error": "CellExecutionError: boom"}]
     bench_json = {"config": {"prompt_len": 16, "vocab": 1024, "d_model": 256, "n_heads": 4, "n_layers": 4,
@@ -207,7 +207,7 @@ def test_the_report_is_written_from_its_parts(tmp_path):
                         {"fp32": 5e13, "tf32": 4e14, "bf16": 8e14, "bandwidth": 3e12}, ["T = 128: eager"],
                         gate, {"status": 0, "output": ""}, bench_json, "nbgrader not installed", ok=False)
     text = path.read_text()
-    for expected in ("# GPU report (FAILED)", "| device | Fake GPU |", "| lectures/05_flop_io_accounting.ipynb | ok | 12.5 |",
+    for expected in ("# GPU report (FAILED)", "| device | Fake GPU |", "| lectures/07_flop_io_accounting.ipynb | ok | 12.5 |",
                      "CellExecutionError: boom", "| bf16 | 800.0 | 267 |", "3.00 TB/s", "T = 128: eager",
                      "| reference_graph | 4000 |", "8.00x HF GPT-2 generate (dynamic cache)",
                      "2.00x HF GPT-2 with its static cache", "skipped reference_fast: a reason",

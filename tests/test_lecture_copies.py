@@ -4,11 +4,12 @@ Lectures stand alone (they open in Colab as one file and cannot import the grade
 reuses another's code carries a copy, in a cell whose metadata names the original:
 `"course": {"copied_from": "<lecture stem>"}`. Every class and function such a cell defines must be
 defined, character for character, in that lecture; a change made to one copy and not the other fails
-here. Lecture 7 trains and samples lecture 6's decoder and KV cache this way.
+here. Lecture 9 trains and samples lecture 8's decoder and KV cache this way, and lecture 6 carries the
+attention, block and training code of lecture 5.
 
-And lecture 6's decoder is the course's model: loaded with the weights of assignment 2's
+And lecture 8's decoder is the course's model: loaded with the weights of assignment 2's
 `DecoderOnlyLM` (grader/provided/model.py, what a3 and a4 receive as a provided cell), it computes the
-same logits, so lecture 7 trains "the a2 decoder" without carrying a2's answer. Fast: no kernel.
+same logits, so lecture 9 trains "the a2 decoder" without carrying a2's answer. Fast: no kernel.
 """
 import ast
 import math
@@ -22,7 +23,7 @@ import torch.nn.functional as F
 
 REPO = Path(__file__).resolve().parent.parent
 LECTURES = {p.stem: p for p in sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb"))}
-CAPSTONE = "07_a_model_that_writes_text"
+CAPSTONE = "09_a_model_that_writes_text"
 
 
 def _cells(stem):
@@ -58,12 +59,12 @@ def _copied_cells():
 COPIED = _copied_cells()
 
 
-def test_the_capstone_carries_lecture_6s_model_and_cache():
+def test_the_capstone_carries_lecture_8s_model_and_cache():
     assert CAPSTONE in LECTURES, f"lectures/{CAPSTONE}.ipynb is missing"
     names = {name for stem, _, original, source in COPIED if stem == CAPSTONE
              for name in _definitions(source)}
     assert {"PreallocKVCache", "CausalSelfAttention", "Block", "TinyDecoder"} <= names, \
-        f"{CAPSTONE} should carry lecture 6's decoder and cache in a cell marked copied_from; it marks {sorted(names)}"
+        f"{CAPSTONE} should carry lecture 8's decoder and cache in a cell marked copied_from; it marks {sorted(names)}"
 
 
 @pytest.mark.parametrize("stem, index, original, source", COPIED,
@@ -86,7 +87,7 @@ def _namespace(source, **extra):
     return namespace
 
 
-def test_lecture_6s_decoder_computes_what_the_a2_model_computes():
+def test_lecture_8s_decoder_computes_what_the_a2_model_computes():
     source = next(source for stem, _, _, source in COPIED if stem == CAPSTONE and "class TinyDecoder" in source)
     lecture = _namespace(source)
     provided = REPO / "grader" / "provided"
@@ -102,6 +103,6 @@ def test_lecture_6s_decoder_computes_what_the_a2_model_computes():
     with torch.no_grad():
         expected = reference(ids)
         assert torch.allclose(tiny(ids), expected, atol=1e-5), "the lecture decoder's logits differ from a2's model"
-        cache = tiny.make_cache(3)                                  # and with lecture 6's cache, step by step
+        cache = tiny.make_cache(3)                                  # and with lecture 8's cache, step by step
         stepped = torch.cat([tiny(ids[:, :5], cache)] + [tiny(ids[:, t:t + 1], cache) for t in range(5, 16)], dim=1)
     assert torch.allclose(stepped, expected, atol=1e-5), "cached decoding differs from a2's model on the same ids"

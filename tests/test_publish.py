@@ -181,7 +181,7 @@ def test_student_readme_links_resolve_and_say_how_to_submit(published):
     for target in re.findall(r"\]\(((?!https?://)[^)#]+)\)", readme) + re.findall(r'src="([^"]+)"', readme):
         assert (dest / target).exists(), f"the student README links to {target}, which is not published"
     colab = re.findall(r"https://colab\.research\.google\.com/github/[\w.-]+/[\w.-]+/blob/main/([^)\s]+)", readme)
-    assert len(colab) >= 6 + len(ALL), f"expected a Colab link per lecture and assignment, found {len(colab)}"
+    assert len(colab) >= 9 + len(ALL), f"expected a Colab link per lecture and assignment, found {len(colab)}"
     for target in colab:
         assert (dest / target).exists(), f"a Colab link points at {target}, which is not published"
 

@@ -1,6 +1,6 @@
 """Every lecture and assignment that a notebook or the README names exists (issue 15).
 
-Lectures are referred to by file stem (`04_masking_and_the_transformer`) or by number ("lecture 4",
+Lectures are referred to by file stem (`05_masks_and_leakage`) or by number ("lecture 4",
 "Lecture 04", "lectures 5 and 6"); assignments by id (`a2_multihead_masking`) or by number
 ("assignment 2"). A renamed or renumbered lecture leaves such references dangling, and nothing else
 notices: this test reads the text of every cell (markdown and code) of lectures/, solutions/ and
@@ -18,7 +18,7 @@ LECTURE_NUMBERS = {int(stem[:2]) for stem in LECTURE_STEMS}
 ASSIGNMENT_IDS = {p.name for p in (REPO / "solutions").iterdir() if re.fullmatch(r"a\d+_\w+", p.name)}
 ASSIGNMENT_NUMBERS = {int(re.match(r"a(\d+)_", a).group(1)) for a in ASSIGNMENT_IDS}
 
-# `04_masking_and_the_transformer`: two digits, an underscore, lower-case words
+# `05_masks_and_leakage`: two digits, an underscore, lower-case words
 LECTURE_NAME = re.compile(r"(?<![\w-])(\d\d_[a-z]+(?:_[a-z]+)*)\b")
 # `a2_multihead_masking`, but not file names that merely start like one (`a1_canvas.csv`)
 ASSIGNMENT_ID = re.compile(r"(?<![\w-])(a\d+_[a-z]+(?:_[a-z]+)*)\b(?!\.(?!ipynb\b)\w)")

@@ -18,18 +18,18 @@ OUT = REPO / "docs" / "img"
 
 # name -> (lecture, phrase in the drawing cell's source, which PNG of that cell, what it shows)
 FIGURES = {
-    "attention_heatmap": ("01_self_attention.ipynb", "def plot_attention(", 0,
+    "attention_heatmap": ("02_self_attention.ipynb", "def plot_attention(", 0,
                           "hand-made self-attention on \"the cat sat on the mat\": each row is one query's "
                           "distribution over the keys"),
-    "positional_encoding": ("02_positional_encodings.ipynb", "pe_img = sinusoidal_pe(128, 128)", 0,
+    "positional_encoding": ("03_positional_encodings.ipynb", "pe_img = sinusoidal_pe(128, 128)", 0,
                             "the sinusoidal positional-encoding matrix (128 positions x 128 "
                             "dimensions)"),
-    "roofline": ("05_flop_io_accounting.ipynb", "Roofline of this device", 0,
+    "roofline": ("07_flop_io_accounting.ipynb", "Roofline of this device", 0,
                  "roofline of the development CPU with measured matmuls and a GPT-2-small "
                  "layer's operations"),
-    "kv_cache_flops": ("06_kv_cache_decoding.ipynb", "FLOPs for one new token", 0,
+    "kv_cache_flops": ("08_kv_cache_decoding.ipynb", "FLOPs for one new token", 0,
                        "FLOPs for one new token vs context length, with and without a KV cache"),
-    "kv_cache_speed": ("06_kv_cache_decoding.ipynb", "Measured cost of one decoding step", 0,
+    "kv_cache_speed": ("08_kv_cache_decoding.ipynb", "Measured cost of one decoding step", 0,
                        "measured time of one decoding step vs context length, with and without "
                        "a KV cache"),
 }

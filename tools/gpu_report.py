@@ -4,8 +4,8 @@ On a machine with a working CUDA device it
   1. executes every lecture and every solution notebook top to bottom in a fresh kernel (nbclient),
      timing each; executed copies go to out/gpu/notebooks/ (the repository's notebooks are never
      written);
-  2. reads the fp32 / TF32 / bf16 matmul peaks and the memory bandwidth that lecture 05 measured
-     (its `PEAKS ...` line) and lecture 06's eager vs CUDA-graph decode timings;
+  2. reads the fp32 / TF32 / bf16 matmul peaks and the memory bandwidth that lecture 07 measured
+     (its `PEAKS ...` line) and lecture 08's eager vs CUDA-graph decode timings;
   3. runs the quality gate with tensors on the GPU: `python -m grader check --device cuda
      --skip-release-run`, recording its output and exit status;
   4. runs the decode benchmark, `benchmarks/kv_cache_benchmark.py --device cuda` (tokens/s against
@@ -23,7 +23,7 @@ process, the kernels it starts and the commands it runs (tools/gpu_wheels.sh fet
 
     python tools/gpu_report.py                       # everything
     python tools/gpu_report.py --skip-gate --bench-reps 1
-    python tools/gpu_report.py --notebooks lectures/05_flop_io_accounting.ipynb
+    python tools/gpu_report.py --notebooks lectures/07_flop_io_accounting.ipynb
 """
 import argparse
 import datetime
@@ -167,7 +167,7 @@ def _first_lines(text, n):
 
 
 def parse_peaks(text):
-    """{'fp32': FLOP/s, 'tf32': ..., 'bf16': ..., 'bandwidth': bytes/s} from lecture 05's PEAKS line."""
+    """{'fp32': FLOP/s, 'tf32': ..., 'bf16': ..., 'bandwidth': bytes/s} from lecture 07's PEAKS line."""
     match = PEAKS_LINE.search(text or "")
     if not match:
         return None
@@ -182,7 +182,7 @@ def parse_peaks(text):
 
 
 def decode_lines(text):
-    """Lecture 06's GPU decode timings: its tables (context sweep, width sweep) and summary lines."""
+    """Lecture 08's GPU decode timings: its tables (context sweep, width sweep) and summary lines."""
     lines, out, i = (text or "").splitlines(), [], 0
     while i < len(lines):
         line = lines[i]
@@ -249,7 +249,7 @@ def write_report(path, info, notebooks, peaks, decode, gate, bench, bench_json, 
         for r in notebooks:
             if not r["ok"]:
                 lines += ["", f"**{r['name']}** failed:", "", "```", r["error"] or "", "```"]
-    lines += ["", "## Roofline peaks (measured by lecture 05 on this GPU)", ""]
+    lines += ["", "## Roofline peaks (measured by lecture 07 on this GPU)", ""]
     if peaks:
         bw = peaks.get("bandwidth")
         lines += ["| format | peak TFLOP/s | ridge point (FLOP/byte) |", "|---|---:|---:|"]
@@ -260,9 +260,9 @@ def write_report(path, info, notebooks, peaks, decode, gate, bench, bench_json, 
         if bw:
             lines.append(f"\nmemory bandwidth (copy, read + write): {bw / 1e12:.2f} TB/s")
     else:
-        lines.append("not available (lecture 05 did not run, or printed no `PEAKS` line)")
+        lines.append("not available (lecture 07 did not run, or printed no `PEAKS` line)")
     if decode:
-        lines += ["", "## Decode step, eager vs CUDA graph (lecture 06, section 9)", "", "```"] + decode + ["```"]
+        lines += ["", "## Decode step, eager vs CUDA graph (lecture 08, section 9)", "", "```"] + decode + ["```"]
     lines += ["", "## Decode benchmark (`benchmarks/kv_cache_benchmark.py --device cuda`)", ""]
     if bench is None:
         lines.append("skipped")
@@ -364,9 +364,9 @@ def main(argv=None):
             notebooks = execute_notebooks(notebook_paths(args.notebooks), out_dir, args.cell_timeout, log)
             ok &= all(r["ok"] for r in notebooks)
     texts = {r["name"]: r["text"] for r in notebooks} if isinstance(notebooks, list) else {}
-    peaks = parse_peaks(texts.get("lectures/05_flop_io_accounting.ipynb"))
-    decode = decode_lines(texts.get("lectures/06_kv_cache_decoding.ipynb"))
-    if isinstance(notebooks, list) and "lectures/05_flop_io_accounting.ipynb" in texts and not peaks:
+    peaks = parse_peaks(texts.get("lectures/07_flop_io_accounting.ipynb"))
+    decode = decode_lines(texts.get("lectures/08_kv_cache_decoding.ipynb"))
+    if isinstance(notebooks, list) and "lectures/07_flop_io_accounting.ipynb" in texts and not peaks:
         ok = False
 
     bench = bench_json = None
