@@ -25,18 +25,23 @@ from .stages.identify import describe, identify
 
 def autograde(assignment_id, source, course_dir=COURSE_DIR, progress=True, workers=None, sandboxed=True,
               engine="threads", scheduler=None, lms="auto", pattern=None, due=None, late_penalty=None,
-              **timeouts):
+              kernels="warm", **timeouts):
     """Grade every submission found in `source` (an LMS download, nbgrader's layout, a folder);
     `workers` submissions at a time (default: the core count). Each worker thread drives one
     kernel in its own sandbox; merges happen here, one at a time, as results arrive. `due`: an
     aware datetime to store as the assignment's due date; `late_penalty`: a Config from
-    stages.late.penalty_config (default: the course's nbgrader_config.py)."""
+    stages.late.penalty_config (default: the course's nbgrader_config.py). `kernels`: "warm" starts
+    each sandboxed kernel from a fork server that has imported torch once (sandbox.WarmKernels; used
+    for two submissions or more, on the threads engine), "cold" starts each in bubblewrap from scratch."""
     from .roster import load_roster
     intake = collect(assignment_id, source, lms=lms, pattern=pattern)
     identified = identify(intake.submissions, load_roster(course_dir))
     submissions = identified.submissions
+    if kernels not in ("warm", "cold"):
+        raise ValueError(f"kernels must be 'warm' or 'cold', not {kernels!r}")
+    warm = kernels == "warm" and engine == "threads" and len(submissions) > 1
     batch = Batch(assignment_id, course_dir=course_dir, sandboxed=sandboxed, due=due, late_penalty=late_penalty,
-                  **timeouts)
+                  warm=warm, **timeouts)
     workers = max(1, workers or os.cpu_count() or 1)
     outcomes = []
     try:

@@ -5,6 +5,7 @@ Batch.merge is the single writer of the course gradebook. Used by autograde.py (
 engine.py (Dask workers)."""
 import datetime
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from pathlib import Path
 from . import notebook as nbtools
 from .course import COURSE_DIR, RELEASE_DIR, gradebook_url
 from .release import generate_release
-from .sandbox import check_available
+from .sandbox import SandboxUnavailable, WarmKernels, check_available
 from .stages.execute import execute
 from .stages.judge import judge_notebook
 from .stages.late import apply_late_penalty, penalty_config, set_due_date
@@ -80,10 +81,13 @@ class Batch:
     the trusted trace."""
 
     def __init__(self, assignment_id, course_dir=COURSE_DIR, cell_timeout=None, total_timeout=None,
-                 sandboxed=True, due=None, late_penalty=None):
+                 sandboxed=True, due=None, late_penalty=None, warm=False):
         if sandboxed:
             check_available()   # refuse loudly rather than run student code with our rights
         self.sandboxed = sandboxed
+        # warm kernels (sandbox.WarmKernels): torch and matplotlib imported once for the batch, not
+        # once per student; worth its few seconds of start-up from the second submission on
+        self.warm = _start_warm_kernels() if sandboxed and warm else None
         self.assignment_id = assignment_id
         self.course_dir = Path(course_dir)
         self.course_db = gradebook_url(self.course_dir)
@@ -107,6 +111,8 @@ class Batch:
         self.max_score = nbtools.max_auto_points(self.released)
 
     def close(self):
+        if self.warm is not None:
+            self.warm.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     def grade(self, submission):
@@ -169,7 +175,7 @@ class Batch:
             raise _NotGraded(str(error)) from error
         outcome.notes += notes
         kwargs = {k: v for k, v in (("cell_timeout", self.cell_timeout), ("total_timeout", self.total_timeout)) if v}
-        run = execute(sanitized, work / "run", sandboxed=self.sandboxed, **kwargs)
+        run = execute(sanitized, work / "run", sandboxed=self.sandboxed, warm=self.warm, **kwargs)
         if run.problem:
             raise _NotGraded(run.problem)
         if run.note:
@@ -190,6 +196,16 @@ class Batch:
 
 class _NotGraded(Exception):
     pass
+
+
+def _start_warm_kernels():
+    """A started WarmKernels, or None (with the reason on stderr) where this system cannot build its
+    sandbox: then every kernel starts cold, in bubblewrap, as before."""
+    try:
+        return WarmKernels.start()
+    except SandboxUnavailable as error:
+        print(f"note: {error}; each kernel starts cold (bubblewrap) instead", file=sys.stderr)
+        return None
 
 
 def nbformat_new():

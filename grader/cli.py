@@ -65,7 +65,7 @@ def cmd_autograde(args):
                              sandboxed=not args.unsandboxed, engine="dask" if args.dask else "threads",
                              scheduler=args.scheduler, cell_timeout=args.cell_timeout,
                              total_timeout=args.total_timeout, lms=args.lms, pattern=args.pattern, due=due,
-                             late_penalty=penalty)
+                             late_penalty=penalty, kernels=args.kernels)
     except SandboxUnavailable as error:
         raise SystemExit(f"autograde: the sandbox is unavailable: {error}.\nRefusing to run student code "
                          "unsandboxed; pass --unsandboxed to do it anyway (trusted notebooks only).")
@@ -166,6 +166,9 @@ def main(argv=None):
     p.add_argument("--total-timeout", type=int, default=None, help="seconds per notebook")
     p.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: core count)")
     p.add_argument("--unsandboxed", action="store_true", help="run kernels without bubblewrap (trusted only)")
+    p.add_argument("--kernels", default="warm", choices=["warm", "cold"],
+                   help="warm (default): each student's kernel is a fresh fork of a server that imported torch "
+                        "once, in its own sandbox; cold: each kernel starts from scratch in bubblewrap")
     p.add_argument("--dask", action="store_true", help="grade on Dask distributed (a local cluster by default)")
     p.add_argument("--scheduler", default=None, help="address of a running Dask scheduler (implies --dask)")
     p.set_defaults(run=cmd_autograde)

@@ -9,12 +9,19 @@ mutants/, the gradebook), not other students' copies, not the grader's home. It 
 space, CPU time, file size and open files; a watchdog in the execute worker caps the number of
 processes (RLIMIT_NPROC cannot, for a sandbox started by root), and ending the kernel's
 process group ends everything inside it (--die-with-parent, a PID namespace).
+
+Warm kernels (WarmKernels, below, and grader/runtime/warm_kernels.py) build the same sandbox
+themselves, from a fork server that has imported torch, matplotlib and ipykernel once per batch;
+a batch of two submissions or more uses them, and falls back to bubblewrap where they cannot start.
 """
 import json
 import os
+import select
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,27 +57,42 @@ def _python_dirs():
     return sorted(dirs)
 
 
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/ssl", "/etc/alternatives",
+               # /etc/fonts: without it matplotlib's font search (fc-list) prints "Fontconfig error:
+               # Cannot load default config file" under the setup cell of every student's feedback
+               "/etc/fonts")
+
+
+@dataclass
+class Layout:
+    """What a sandboxed kernel sees, whichever way it is started (bubblewrap, or warm kernels)."""
+    read_only: list
+    writable: list      # the working copy (also the working directory) and the ipc sockets' folder
+    env: dict
+
+    @classmethod
+    def for_kernel(cls, workdir, runtime_dir):
+        read_only = [d for d in SYSTEM_DIRS if Path(d).exists()] + [str(d) for d in _python_dirs()]
+        env = {"HOME": str(workdir), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+               "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython", "LANG": "C.UTF-8",
+               **GRADED_RUN_ENV}
+        return cls(read_only, [str(runtime_dir), str(workdir)], env)
+
+
 def bwrap_argv(workdir, runtime_dir):
     # no --new-session: the kernel must stay in its process group, where interrupts are sent
     # --unshare-all includes the network: the kernel has only a loopback of its own (no route out,
     # nothing of the host's 127.0.0.1); it talks to the grader over ipc sockets in runtime_dir
+    layout = Layout.for_kernel(workdir, runtime_dir)
     argv = ["bwrap", "--die-with-parent", "--unshare-all",
             "--uid", "65534", "--gid", "65534", "--clearenv",
             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    # /etc/fonts: without it matplotlib's font search (fc-list) prints "Fontconfig error: Cannot load
-    # default config file" under the setup cell of every student's feedback
-    for system_dir in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/ssl", "/etc/alternatives",
-                       "/etc/fonts"):
-        if Path(system_dir).exists():
-            argv += ["--ro-bind", system_dir, system_dir]
-    for python_dir in _python_dirs():
-        argv += ["--ro-bind", str(python_dir), str(python_dir)]
-    argv += ["--bind", str(runtime_dir), str(runtime_dir),   # the kernel creates its sockets there
-             "--bind", str(workdir), str(workdir), "--chdir", str(workdir)]
-    environment = {"HOME": str(workdir), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-                   "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython", "LANG": "C.UTF-8",
-                   **GRADED_RUN_ENV}
-    for name, value in environment.items():
+    for path in layout.read_only:
+        argv += ["--ro-bind", path, path]
+    for path in layout.writable:   # the kernel creates its sockets in runtime_dir
+        argv += ["--bind", path, path]
+    argv += ["--chdir", str(workdir)]
+    for name, value in layout.env.items():
         argv += ["--setenv", name, value]
     return argv
 
@@ -85,16 +107,92 @@ def kernel_command(workdir, runtime_dir, limits):
             + [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"])
 
 
-def write_kernelspec(kernels_dir, workdir, runtime_dir, limits, name="course-sandbox"):
-    """A kernelspec whose command line is the sandboxed kernel; returns its name."""
+def write_kernelspec(kernels_dir, workdir, runtime_dir, limits, name="course-sandbox", warm=None):
+    """A kernelspec whose command line is the sandboxed kernel (a warm one from `warm`, a
+    WarmKernels, when given); returns its name."""
     spec_dir = Path(kernels_dir) / "kernels" / name
     spec_dir.mkdir(parents=True, exist_ok=True)
-    spec = {"argv": kernel_command(workdir, runtime_dir, limits), "display_name": "sandboxed Python 3",
+    argv = (warm.kernel_command(kernels_dir, workdir, runtime_dir, limits) if warm is not None
+            else kernel_command(workdir, runtime_dir, limits))
+    spec = {"argv": argv, "display_name": "sandboxed Python 3",
             # interrupts as messages: the kernel signals itself inside the sandbox (a signal sent
             # from outside would hit bubblewrap, which would end the sandbox instead)
             "language": "python", "interrupt_mode": "message"}
     (spec_dir / "kernel.json").write_text(json.dumps(spec))
     return name
+
+
+# ---- warm kernels: the same sandbox, started by a fork server that has imported torch once ----
+
+WARM_SERVER = Path(__file__).resolve().parent / "runtime" / "warm_kernels.py"
+KERNEL_STUB = Path(__file__).resolve().parent / "runtime" / "kernel_stub.py"
+KERNEL_PIDS_FILE = "kernel-pids.json"    # in the runtime folder: the stub writes the sandbox's pids
+
+
+class WarmKernels:
+    """The fork server of grader/runtime/warm_kernels.py, for one batch: `start()` it, pass it to
+    execute(), `close()` it. Each kernel is a fresh fork in a sandbox of its own, never reused."""
+
+    def __init__(self, process, folder):
+        self.process, self.folder, self.socket = process, Path(folder), Path(folder) / "server.sock"
+
+    @classmethod
+    def start(cls, timeout=120):
+        """Start the server and prove it can build a sandbox here; raise SandboxUnavailable if not."""
+        folder = Path(tempfile.mkdtemp(prefix="grader-warm-", dir="/tmp"))
+        (folder / "root").mkdir()
+        env = dict(os.environ, **GRADED_RUN_ENV, MPLCONFIGDIR=str(folder / "matplotlib"))
+        process = subprocess.Popen([sys.executable, "-I", str(WARM_SERVER), str(folder / "server.sock"),
+                                    str(folder / "root")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+        server = cls(process, folder)
+        ready = _read_line(process.stdout, timeout)
+        if ready != "ready":
+            said = process.stderr.read() if process.poll() is not None else ""
+            server.close()
+            raise SandboxUnavailable(f"the warm kernel server did not start ({said.strip()[-300:] or 'no answer'})")
+        problem = server.probe()
+        if problem:
+            server.close()
+            raise SandboxUnavailable(f"the warm kernel server cannot build a sandbox here: {problem}")
+        return server
+
+    def request(self, workdir, runtime_dir, limits):
+        layout = Layout.for_kernel(workdir, runtime_dir)
+        return {"read_only": layout.read_only, "writable": layout.writable, "env": layout.env, "cwd": str(workdir),
+                "limits": {"RLIMIT_AS": limits.memory_bytes, "RLIMIT_CPU": limits.cpu_seconds,
+                           "RLIMIT_FSIZE": limits.file_bytes, "RLIMIT_NOFILE": limits.open_files, "RLIMIT_CORE": 0}}
+
+    def kernel_command(self, control, workdir, runtime_dir, limits):
+        request_file = Path(control) / "warm-request.json"
+        request_file.write_text(json.dumps(self.request(workdir, runtime_dir, limits)))
+        return [sys.executable, "-I", "-S", str(KERNEL_STUB), str(self.socket), str(request_file),
+                "{connection_file}", str(Path(runtime_dir) / KERNEL_PIDS_FILE)]
+
+    def probe(self):
+        """Start one sandbox that checks itself and exits; None if it worked, else what went wrong."""
+        with tempfile.TemporaryDirectory(prefix="grader-probe-", dir="/tmp") as scratch:
+            request = dict(self.request(scratch, scratch, Limits()), probe=True, connection_file="")
+            (Path(scratch) / "request.json").write_text(json.dumps(request))
+            result = subprocess.run([sys.executable, "-I", "-S", str(KERNEL_STUB), str(self.socket),
+                                     str(Path(scratch) / "request.json"), "", str(Path(scratch) / "pids.json")],
+                                    capture_output=True, text=True, timeout=60)
+        if result.returncode != 0:
+            return (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
+        return None
+
+    def close(self):
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        for stream in (self.process.stdout, self.process.stderr):
+            stream.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _read_line(stream, timeout):
+    readable, _, _ = select.select([stream], [], [], timeout)
+    return stream.readline().strip() if readable else ""
 
 
 def check_available(root="/"):

@@ -56,10 +56,11 @@ def instrument(nb):
     return run_nb
 
 
-def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, limits=None, sandboxed=True):
+def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, limits=None, sandboxed=True, warm=None):
     """Run `nb` in a fresh kernel. The kernel sees only workdir/kernel (its working copy);
     workdir/control, the grader's side (instrumented notebook, status, kernelspec), stays out
-    of its reach when sandboxed."""
+    of its reach when sandboxed. `warm`, a started sandbox.WarmKernels: the sandboxed kernel comes
+    from its fork server, torch and matplotlib already imported."""
     limits = limits or Limits()
     workdir = Path(workdir)
     kernel_dir, control = workdir / "kernel", workdir / "control"
@@ -69,15 +70,16 @@ def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, limits
     # both sides see at the same path; a short one under /tmp, as a socket's path has at most 107 bytes.
     runtime = Path(tempfile.mkdtemp(prefix="grader-kernel-", dir="/tmp"))
     try:
-        return _execute(nb, workdir, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, sandboxed)
+        return _execute(nb, workdir, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, sandboxed,
+                        warm)
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
 
 
-def _execute(nb, workdir, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, sandboxed):
+def _execute(nb, workdir, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, sandboxed, warm):
     kernel_name = KERNEL_NAME
     if sandboxed:
-        kernel_name = write_kernelspec(control, kernel_dir, runtime, limits)
+        kernel_name = write_kernelspec(control, kernel_dir, runtime, limits, warm=warm)
     nbformat.write(instrument(nb), str(control / "run.ipynb"))
     code_cells = sum(cell.cell_type == "code" for cell in nb.cells)
     total_timeout = total_timeout or min(cell_timeout * (code_cells + 2), TOTAL_TIMEOUT_MAX_S)

@@ -1,0 +1,158 @@
+"""Warm kernels (issue 16, item 5): each student's kernel is a fresh fork of a server that imported
+torch, matplotlib and ipykernel once (grader/runtime/warm_kernels.py), in a sandbox of its own that
+matches bubblewrap's. What must hold, beyond the hostile corpus of test_broken_submissions.py (which
+grades through warm kernels, as autograde does for a batch):
+- a kernel sees nothing of another kernel running beside it: not its files, not its processes;
+- no state passes from one student's kernel to the next (each is a fork of the untouched server);
+- a kernel has no capabilities, no network, its own PIDs, and dies with the process that started it;
+- where the server cannot build its sandbox, grading falls back to cold kernels, saying so.
+Slow-ish (about 30 s): real kernels, marked `batch`."""
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import batch as batch_module
+from grader.sandbox import Limits, SandboxUnavailable, WarmKernels, check_available
+from grader.stages.execute import execute
+
+pytestmark = pytest.mark.batch
+
+
+@pytest.fixture(scope="module")
+def warm():
+    try:
+        check_available()
+    except SandboxUnavailable as error:
+        pytest.skip(f"no sandbox here: {error}")
+    server = WarmKernels.start()
+    yield server
+    server.close()
+
+
+def _notebook(*sources):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    return nb
+
+
+def _printed(run):
+    assert run.problem is None, run.problem
+    return "".join(output.get("text", "") + output.get("evalue", "") for cell in run.notebook.cells
+                   for output in cell.outputs)
+
+
+LOOK_AROUND = """
+import json, os, socket, torch
+seen = {"pid": os.getpid(), "uid": os.getuid(), "hostname": socket.gethostname(),
+        "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+        "capabilities": int(open("/proc/self/status").read().split("CapEff:")[1].split()[0], 16),
+        "torch_ready": torch.ones(3).sum().item() == 3.0}
+try:
+    os.listdir({other!r}); seen["other"] = "visible"
+except OSError:
+    seen["other"] = "hidden"
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=2).close(); seen["network"] = "reached"
+except OSError:
+    seen["network"] = "none"
+open("mine.txt", "w").write("secret of " + os.getcwd())
+import time; time.sleep(2)                 # both kernels are alive at once
+print(json.dumps(seen))
+"""
+
+
+def test_two_kernels_side_by_side_see_nothing_of_each_other(warm, tmp_path):
+    import socket
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    port = listener.getsockname()[1]
+    work = {name: tmp_path / name for name in ("alice", "bob")}
+    seen, runs = {}, {}
+
+    def grade(name, other):
+        source = LOOK_AROUND.replace("{other!r}", repr(str(work[other] / "kernel"))).replace("{port}", str(port))
+        runs[name] = execute(_notebook(source), work[name], total_timeout=120, warm=warm)
+
+    threads = [threading.Thread(target=grade, args=pair) for pair in (("alice", "bob"), ("bob", "alice"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    listener.close()
+    for name in work:
+        seen[name] = json.loads(_printed(runs[name]).strip().splitlines()[-1])
+        assert seen[name]["other"] == "hidden", f"{name}'s kernel could list the other student's folder"
+        assert seen[name]["network"] == "none", f"{name}'s kernel reached a server on the host's 127.0.0.1"
+        assert seen[name]["pid"] == 2 and seen[name]["pids"] == [1, 2], \
+            f"{name}'s kernel sees processes that are not its own: {seen[name]['pids']}"
+        assert seen[name]["uid"] == 65534 and seen[name]["capabilities"] == 0
+        assert seen[name]["hostname"] == "sandbox" and seen[name]["torch_ready"]
+        assert (work[name] / "kernel" / "mine.txt").read_text().startswith("secret of ")
+
+
+def test_no_state_passes_from_one_kernel_to_the_next(warm, tmp_path):
+    first = execute(_notebook("import torch, os\ntorch.left_behind = 'by the first student'\n"
+                              "open('/tmp/left_behind', 'w').write('x')\nprint(torch.randn(3))"),
+                    tmp_path / "first", total_timeout=120, warm=warm)
+    second = execute(_notebook("import torch, os\nprint(hasattr(torch, 'left_behind'), os.path.exists('/tmp/left_behind'))\n"
+                               "print(torch.randn(3))"),
+                     tmp_path / "second", total_timeout=120, warm=warm)
+    printed = _printed(second).splitlines()
+    assert printed[0] == "False False", "a warm kernel carried state from the kernel before it"
+    assert _printed(first).strip() == "\n".join(printed[1:]).strip(), \
+        "torch's default generator should start where a fresh Python's does (the server draws nothing)"
+
+
+def test_a_kernel_dies_with_the_process_that_started_it(warm, tmp_path):
+    """jupyter_client's caller may exit without shutting its kernel down: the kernel must not stay."""
+    runtime = Path(tempfile.mkdtemp(prefix="grader-kernel-", dir="/tmp"))
+    (tmp_path / "kernel").mkdir()
+    command = warm.kernel_command(tmp_path, tmp_path / "kernel", runtime, Limits())
+    command = [part.replace("{connection_file}", str(runtime / "kernel.json")) for part in command]
+    from jupyter_client.connect import write_connection_file
+    write_connection_file(str(runtime / "kernel.json"), transport="ipc", ip=str(runtime / "ipc"))
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen(sys.argv[1:]); "
+                               "time.sleep(3)"] + command)
+    pids = runtime / "kernel-pids.json"
+    for _ in range(100):
+        if pids.exists() and pids.read_text():
+            break
+        time.sleep(0.1)
+    supervisor = json.loads(pids.read_text())["supervisor"]
+    parent.wait()
+    for _ in range(50):
+        if not Path(f"/proc/{supervisor}").exists():
+            break
+        time.sleep(0.1)
+    assert not Path(f"/proc/{supervisor}").exists(), "the kernel outlived the process that started it"
+
+
+def test_without_a_working_server_grading_falls_back_to_cold_kernels(monkeypatch, capsys):
+    def refuse(*_, **__):
+        raise SandboxUnavailable("the warm kernel server cannot build a sandbox here: unshare: Operation not permitted")
+    monkeypatch.setattr(batch_module.WarmKernels, "start", refuse)
+    assert batch_module._start_warm_kernels() is None
+    said = capsys.readouterr().err
+    assert "unshare: Operation not permitted" in said and "starts cold (bubblewrap)" in said
+
+
+def test_closing_the_server_leaves_no_process(tmp_path):
+    try:
+        check_available()
+    except SandboxUnavailable as error:
+        pytest.skip(f"no sandbox here: {error}")
+    server = WarmKernels.start()
+    run = execute(_notebook("print('hi')"), tmp_path / "run", total_timeout=120, warm=server)
+    assert _printed(run) == "hi\n"
+    folder = str(server.folder)
+    server.close()
+    left = subprocess.run(["pgrep", "-f", folder], capture_output=True, text=True).stdout.split()
+    assert left == [], f"processes of the warm server are still running: {left}"
