@@ -107,6 +107,7 @@ class Batch:
         self.penalty_config = late_penalty if late_penalty is not None else penalty_config(
             course_config=_course_nbgrader_config())
         self.released = nbtools.read(nbtools.notebook_path(RELEASE_DIR, assignment_id))
+        self.released_tests = {c.source.strip() for c in self.released.cells if nbtools.is_test_cell(c)}
         self.trace = solution_trace(assignment_id)
         self.max_score = nbtools.max_auto_points(self.released)
 
@@ -180,8 +181,11 @@ class Batch:
             raise _NotGraded(run.problem)
         if run.note:
             outcome.notes.append(run.note)
+        # the student's own code; an unchanged copy of a released test cell (pasted again, duplicated)
+        # is the course's code, and a visible test may compare with torch's built-in attention
         findings = [finding for c in sanitized.cells
                     if c.cell_type == "code" and not nbtools.is_test_cell(c) and not nbtools.is_locked(c)
+                    and c.source.strip() not in self.released_tests
                     for finding in forbidden_uses(c.source)]
         verdicts = judge_notebook(self.trace, run.records, findings)
         graded = score(build_autograded(sanitized, run.notebook, verdicts), aid, student, db_url)
