@@ -141,16 +141,21 @@ class WarmKernels:
         """Start the server and prove it can build a sandbox here; raise SandboxUnavailable if not."""
         folder = Path(tempfile.mkdtemp(prefix="grader-warm-", dir="/tmp"))
         (folder / "root").mkdir()
-        env = dict(os.environ, **GRADED_RUN_ENV, MPLCONFIGDIR=str(folder / "matplotlib"))
-        process = subprocess.Popen([sys.executable, "-I", str(WARM_SERVER), str(folder / "server.sock"),
-                                    str(folder / "root")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+        # a clean environment, not the grader's: a fork keeps its parent's initial environment block,
+        # which /proc/self/environ shows whatever the kernel's os.environ says (a database URL with its
+        # password, a token: nothing of the grader's may be there)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": str(folder),
+               "MPLCONFIGDIR": str(folder / "matplotlib"), **GRADED_RUN_ENV}
+        with open(folder / "server.log", "w") as log:   # a file, not a pipe nobody reads: never blocks it
+            process = subprocess.Popen([sys.executable, "-I", str(WARM_SERVER), str(folder / "server.sock"),
+                                        str(folder / "root")], env=env, stdout=subprocess.PIPE, stderr=log,
+                                       stdin=subprocess.DEVNULL, text=True, start_new_session=True)
         server = cls(process, folder)
         ready = _read_line(process.stdout, timeout)
         if ready != "ready":
-            said = process.stderr.read() if process.poll() is not None else ""
+            said = (folder / "server.log").read_text(errors="replace").strip()[-300:]
             server.close()
-            raise SandboxUnavailable(f"the warm kernel server did not start ({said.strip()[-300:] or 'no answer'})")
+            raise SandboxUnavailable(f"the warm kernel server did not start ({said or 'no answer'})")
         problem = server.probe()
         if problem:
             server.close()
@@ -185,8 +190,7 @@ class WarmKernels:
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
-        for stream in (self.process.stdout, self.process.stderr):
-            stream.close()
+        self.process.stdout.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

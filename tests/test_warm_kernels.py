@@ -4,10 +4,12 @@ matches bubblewrap's. What must hold, beyond the hostile corpus of test_broken_s
 grades through warm kernels, as autograde does for a batch):
 - a kernel sees nothing of another kernel running beside it: not its files, not its processes;
 - no state passes from one student's kernel to the next (each is a fork of the untouched server);
-- a kernel has no capabilities, no network, its own PIDs, and dies with the process that started it;
+- a kernel has no capabilities, no network, its own PIDs, nothing of the grader's environment (not
+  even in /proc/self/environ, which a fork inherits), and dies with the process that started it;
 - where the server cannot build its sandbox, grading falls back to cold kernels, saying so.
 Slow-ish (about 30 s): real kernels, marked `batch`."""
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -25,13 +27,20 @@ from grader.stages.execute import execute
 pytestmark = pytest.mark.batch
 
 
+GRADER_SECRET = "postgresql://grader:hunter2@db/gradebook"
+
+
 @pytest.fixture(scope="module")
 def warm():
     try:
         check_available()
     except SandboxUnavailable as error:
         pytest.skip(f"no sandbox here: {error}")
-    server = WarmKernels.start()
+    os.environ["GRADER_DB_URL_FOR_THE_TEST"] = GRADER_SECRET      # what the grader's environment may hold
+    try:
+        server = WarmKernels.start()
+    finally:
+        del os.environ["GRADER_DB_URL_FOR_THE_TEST"]
     yield server
     server.close()
 
@@ -53,7 +62,8 @@ import json, os, socket, torch
 seen = {"pid": os.getpid(), "uid": os.getuid(), "hostname": socket.gethostname(),
         "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
         "capabilities": int(open("/proc/self/status").read().split("CapEff:")[1].split()[0], 16),
-        "torch_ready": torch.ones(3).sum().item() == 3.0}
+        "torch_ready": torch.ones(3).sum().item() == 3.0,
+        "environment": open("/proc/self/environ", "rb").read().decode(errors="replace") + repr(dict(os.environ))}
 try:
     os.listdir({other!r}); seen["other"] = "visible"
 except OSError:
@@ -95,6 +105,7 @@ def test_two_kernels_side_by_side_see_nothing_of_each_other(warm, tmp_path):
             f"{name}'s kernel sees processes that are not its own: {seen[name]['pids']}"
         assert seen[name]["uid"] == 65534 and seen[name]["capabilities"] == 0
         assert seen[name]["hostname"] == "sandbox" and seen[name]["torch_ready"]
+        assert "hunter2" not in seen[name]["environment"], "the grader's environment reached the kernel"
         assert (work[name] / "kernel" / "mine.txt").read_text().startswith("secret of ")
 
 

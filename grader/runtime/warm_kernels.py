@@ -219,6 +219,14 @@ def supervise(connection, request, fds):
             os._exit(code & 0xFF)
 
 
+def receive_and_supervise(connection):
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    message, fds, _, _ = socket.recv_fds(connection, 1 << 16, 3)
+    if len(fds) != 3:
+        raise OSError("the request came without the stub's stdin, stdout and stderr")
+    supervise(connection, json.loads(message), fds)
+
+
 def _exit_after(function, *args):
     """Run function(*args) in a forked child and leave with its status; a child never returns into
     the caller's loop."""
@@ -281,18 +289,10 @@ def serve(socket_path, root):
         if not readable:
             continue
         connection, _ = server.accept()
-        try:
-            message, fds, _, _ = socket.recv_fds(connection, 1 << 16, 3)
-            request = json.loads(message)
-        except (OSError, ValueError):
-            connection.close()
-            continue
-        if os.fork() == 0:
+        if os.fork() == 0:            # the request is read in the child: the server keeps no student's data
             server.close()
-            _exit_after(supervise, connection, request, fds)
+            _exit_after(receive_and_supervise, connection)
         connection.close()
-        for fd in fds:
-            os.close(fd)
 
 
 if __name__ == "__main__":
