@@ -42,11 +42,14 @@ $(TEST_STAMP): $(STAMP) requirements-test.txt
 demo: install          ## release, autograde the sample submissions, feedback HTML, grades CSV
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m grader demo
 
+# two pytest workers (pytest-xdist), a test file per worker at a time (--dist loadfile: a notebook's
+# nbval cells share one kernel): the suite runs mostly on one core, so this halves its time on 2 cores
+PYTEST_WORKERS ?= 2
 test: install $(TEST_STAMP)  ## the whole suite, as CI runs it
-	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q
+	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 test-fast: install $(TEST_STAMP)  ## everything but the slow suites (batch corpus, browser, hosted runtime, engines, hub)
-	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q -m "not batch and not browser and not hosted and not engine and not hub"
+	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not batch and not browser and not hosted and not engine and not hub"
 
 check: install         ## the quality gate for every assignment
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m grader check

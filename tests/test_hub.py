@@ -11,7 +11,7 @@ exchange in a shared folder (a fresh test one). Then, each step with a screensho
   3. student A logs in (Assignments only; no Formgrader, server side either), fetches a1, fills in a
      correct solution (the solved notebook is written into the fetched folder as student A: typing
      it would add minutes and test nothing of the hub), opens it, Validates ("Success!"), submits;
-  4. student B fetches and submits a buggy a1 (the catalogued mutant base_ignored: it passes the
+  4. student B fetches and submits a buggy a1 (the catalogued mutant vectorised_not_a_loop: it passes the
      visible tests, so Validate says "Success!", and only the hidden tests catch it);
   5. the instructor collects in the Formgrader;
   6. student B, in a terminal on the hub, is refused ("Permission denied") listing the exchange's
@@ -47,11 +47,12 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 INSTRUCTOR = deploy.instructor()
 STUDENT_A, STUDENT_B = deploy.students()[:2]
-BUG = "base_ignored"                       # mutants/a1_self_attention.py: passes visible, fails hidden
-BUG_CELL = "test_sinusoidal_encoding"
-BUG_MESSAGE = "PE with base=100"           # the hidden check's message ...
-BUG_HINT = "use the base argument, not a hard-coded 10000"   # ... and its hint
-HIDDEN_SOURCE = ["BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "def _reference_pe",
+# mutants/a1_self_attention.py: passes every visible test, fails a hidden one (the loop check)
+BUG = "vectorised_not_a_loop"
+BUG_CELL = "test_attention_loop"
+BUG_MESSAGE = "a loop over the queries: 10 queries run at least 8 more torch operations"  # the hidden check's message
+BUG_HINT = "write an explicit Python loop over the queries"                                # ... and its hint
+HIDDEN_SOURCE = ["BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "def _reference_pe", "class _CountTorchCalls",
                  "sinusoidal_positional_encoding(20, 8, base=100.0)"]
 TIME_LIMIT_S = 330                         # the budget is 6 minutes for `pytest -m hub`
 
