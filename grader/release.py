@@ -104,15 +104,6 @@ def apply_device_helper(nb):
     return changed
 
 
-def sync_device_helper(path):
-    """Refresh the device helper in the notebook at `path`, writing it only if it changed."""
-    nb = nbtools.read(path)
-    if apply_device_helper(nb):
-        nbformat.write(nb, str(path))
-        return True
-    return False
-
-
 # ---- the lectures' progress bar: one region of the setup cell, from grader/provided/progress.py ----
 
 PROGRESS_FILE = "progress.py"

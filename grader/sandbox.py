@@ -129,6 +129,14 @@ KERNEL_STUB = Path(__file__).resolve().parent / "runtime" / "kernel_stub.py"
 KERNEL_PIDS_FILE = "kernel-pids.json"    # in the runtime folder: the stub writes the sandbox's pids
 
 
+def read_json(path):
+    """A small JSON file the other side of a kernel run writes (status, pids); {} if absent or half-written."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 class WarmKernels:
     """The fork server of grader/runtime/warm_kernels.py, for one batch: `start()` it, pass it to
     execute(), `close()` it. Each kernel is a fresh fork in a sandbox of its own, never reused."""

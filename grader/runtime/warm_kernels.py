@@ -184,7 +184,7 @@ def init(request, root):
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
-def supervise(connection, request, fds):
+def supervise(connection, request, fds, root):
     """Outside the kernel's PID namespace: create the namespaces, start init, report to the stub,
     and end everything when the stub goes away (the grader killed the kernel)."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)                          # the server went: so do we
@@ -202,7 +202,7 @@ def supervise(connection, request, fds):
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         os.closerange(3, 65536)
-        _exit_after(init, request, ROOT)
+        _exit_after(init, request, root)
     for fd in fds:
         os.close(fd)
     _send(connection, {"supervisor": os.getpid(), "init": first})
@@ -219,12 +219,12 @@ def supervise(connection, request, fds):
             os._exit(code & 0xFF)
 
 
-def receive_and_supervise(connection):
+def receive_and_supervise(connection, root):
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     message, fds, _, _ = socket.recv_fds(connection, 1 << 16, 3)
     if len(fds) != 3:
         raise OSError("the request came without the stub's stdin, stdout and stderr")
-    supervise(connection, json.loads(message), fds)
+    supervise(connection, json.loads(message), fds, root)
 
 
 def _exit_after(function, *args):
@@ -248,9 +248,6 @@ def _send(connection, message):
 
 # ---- the server ----
 
-ROOT = None
-
-
 def preimport():
     """What every kernel would import first, imported once here. Nothing is run: no tensor is
     made (a fork must not inherit a thread pool), no socket or ZeroMQ context is opened."""
@@ -266,8 +263,6 @@ def preimport():
 
 
 def serve(socket_path, root):
-    global ROOT
-    ROOT = root
     preimport()
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
@@ -291,7 +286,7 @@ def serve(socket_path, root):
         connection, _ = server.accept()
         if os.fork() == 0:            # the request is read in the child: the server keeps no student's data
             server.close()
-            _exit_after(receive_and_supervise, connection)
+            _exit_after(receive_and_supervise, connection, root)
         connection.close()
 
 

@@ -22,7 +22,7 @@ import torch
 from .. import notebook as nbtools
 from ..course import CELL_TIMEOUT_S, KERNEL_NAME
 from ..provided import checks_source
-from ..sandbox import GRADED_RUN_ENV, Limits, write_kernelspec
+from ..sandbox import GRADED_RUN_ENV, Limits, read_json, write_kernelspec
 
 RECORDER_SOURCE = (Path(__file__).resolve().parent.parent / "runtime" / "record.py").read_text()
 RECORDS_DIR = ".grader_records"
@@ -99,7 +99,7 @@ def _execute(nb, workdir, kernel_dir, control, runtime, cell_timeout, total_time
     finally:
         _kill_everything(worker, control)
     seconds = time.time() - started
-    status = _read_json(control / "status.json")
+    status = read_json(control / "status.json")
     if problem is None and status.get("fatal"):
         problem = f"the notebook could not be run: {status['fatal']}"
         if status.get("unresponsive"):
@@ -127,7 +127,7 @@ def _load_records(folder):
 
 
 def _stuck_where(workdir, nb):
-    progress = _read_json(Path(workdir) / "status.json").get("cell")
+    progress = read_json(Path(workdir) / "status.json").get("cell")
     if progress is None or progress < 1 or progress > len(nb.cells):
         return ""
     cell = nb.cells[progress - 1]
@@ -135,16 +135,9 @@ def _stuck_where(workdir, nb):
     return f" (stuck in cell {progress}: {first_line[:60]!r})"
 
 
-def _read_json(path):
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return {}
-
-
 def _kill_everything(worker, workdir):
     """End the worker, the kernel and everything they started (each has its own session)."""
-    pids = [worker.pid] + [int(p) for p in _read_json(Path(workdir) / "status.json").get("kernel_pids", [])]
+    pids = [worker.pid] + [int(p) for p in read_json(Path(workdir) / "status.json").get("kernel_pids", [])]
     for pid in pids:
         try:
             os.killpg(pid, signal.SIGKILL)

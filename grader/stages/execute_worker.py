@@ -21,7 +21,7 @@ from jupyter_client.manager import AsyncKernelManager  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import DeadKernelError  # noqa: E402
 
-from ..sandbox import KERNEL_PIDS_FILE, Limits  # noqa: E402
+from ..sandbox import KERNEL_PIDS_FILE, Limits, read_json  # noqa: E402
 
 # nbclient interrupts a cell at its timeout; a kernel that honours the interrupt ends the cell within
 # a second or two. One still running this long after is ignoring it (nbclient would keep waiting).
@@ -45,13 +45,6 @@ def descendants(root_pid):
             found.append(child)
             stack.append(child)
     return found
-
-
-def _read_pids(path):
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return {}
 
 
 def limit_outputs(nb, limits):
@@ -127,7 +120,7 @@ def main(control, kernel_dir, kernel_name, cell_timeout, limits_json):
             if pid:
                 status["kernel_pids"].append(pid)
             # a warm kernel is not the launched process's child: its stub names the sandbox's supervisor
-            warm = _read_pids(runtime / KERNEL_PIDS_FILE)
+            warm = read_json(runtime / KERNEL_PIDS_FILE)
             if warm.get("supervisor"):
                 status["kernel_pids"].append(warm["supervisor"])
         save_status()
