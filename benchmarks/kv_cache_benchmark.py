@@ -11,9 +11,10 @@ Systems, all greedy, batch 1, a 16-token prompt, on CPU with 2 threads (or on a 
                       dimensions (random weights, nothing downloaded), model.generate(...,
                       do_sample=False, use_cache=True, min_new_tokens=n)
 On CUDA, four more (decoding on a GPU done right: static shapes, hence CUDA graphs; lecture 8, section 9):
-  reference_static    the reference model's decode step with static shapes: the position lives in a
-                      device tensor, each step writes its key/value into the preallocated KVCache with
-                      index_copy_ and attends over all max_len positions, the later ones masked (eager)
+  reference_static    the reference model's decode step with static shapes (the notebook's
+                      StaticDecoder, section 6): the position lives in a device tensor, each step
+                      writes its key/value into the preallocated KVCache with index_copy_ and attends
+                      over all max_len positions, the later ones masked (eager)
   reference_graph     the same step captured once with torch.cuda.graph and replayed once per token
   hf_gpt2_static      Hugging Face's generate with its StaticCache (one cache reused, reset per call):
                       on CUDA generate compiles the forward with torch.compile(mode="reduce-overhead"),
@@ -36,7 +37,6 @@ import argparse
 import contextlib
 import io
 import json
-import math
 import os
 import platform
 import statistics
@@ -115,84 +115,13 @@ def systems(ref, model, hf):
     return table
 
 
-class StaticDecoder:
-    """The reference model's decode step with static shapes, eager or captured as a CUDA graph.
-
-    Prefill runs the reference's own forward into its preallocated KVCache (cache.keys[l], cache.values[l],
-    each (B, H, max_len, Dh)); every later step keeps the same shapes and addresses: the token and its
-    position are device tensors, the new key/value are written with index_copy_, and attention reads all
-    max_len positions with the ones after the new token masked. With graph=True one step is captured
-    with torch.cuda.graph after a warm-up on a side stream and replayed once per token."""
-
-    def __init__(self, model, max_len, graph=False):
-        self.model, self.graph = model, None
-        weight = model.lm_head.weight
-        self.cache = model.make_cache(1, max_len=max_len)
-        self.token = torch.zeros(1, 1, dtype=torch.long, device=weight.device)
-        self.pos = torch.zeros(1, dtype=torch.long, device=weight.device)
-        self.key_positions = torch.arange(max_len, device=weight.device)
-        if graph:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):                       # warm-up: cuBLAS workspaces, allocator pools
-                    self.pos.fill_(0)
-                    self._step()
-            torch.cuda.current_stream().wait_stream(side)
-            self.graph = torch.cuda.CUDAGraph()
-            self.pos.fill_(0)
-            with torch.cuda.graph(self.graph):
-                self.logits = self._step()
-
-    @torch.no_grad()
-    def _step(self):
-        m, pos = self.model, self.pos
-        x = m.tok_emb(self.token) + m.pos_emb(pos)                                   # (1, 1, D)
-        batch, d_model = x.shape[0], x.shape[-1]
-        blocked = self.key_positions > pos
-        for i, block in enumerate(m.blocks):
-            attn = block.attn
-            heads, d_head = attn.n_heads, d_model // attn.n_heads
-            h = block.norm1(x)
-            q, k, v = (proj(h).view(batch, 1, heads, d_head).transpose(1, 2)
-                       for proj in (attn.q_proj, attn.k_proj, attn.v_proj))
-            keys, values = self.cache.keys[i], self.cache.values[i]
-            keys.index_copy_(2, pos, k)
-            values.index_copy_(2, pos, v)
-            scores = (q @ keys.transpose(-2, -1)) / math.sqrt(d_head)                # (1, H, 1, max_len)
-            out = scores.masked_fill(blocked, float("-inf")).softmax(dim=-1) @ values
-            x = x + attn.o_proj(out.transpose(1, 2).reshape(batch, 1, d_model))
-            x = x + block.ff(block.norm2(x))
-        pos += 1
-        return m.lm_head(m.norm_f(x))[:, -1]                                          # (1, vocab)
-
-    @torch.no_grad()
-    def generate(self, prompt, n):
-        self.cache.length = 0
-        logits = self.model(prompt, cache=self.cache)[:, -1]                         # prefill, dynamic
-        self.pos.fill_(prompt.shape[1])
-        out = torch.empty(1, prompt.shape[1] + n, dtype=torch.long, device=prompt.device)
-        out[:, :prompt.shape[1]] = prompt
-        for i in range(n):
-            token = logits.argmax(dim=-1, keepdim=True)
-            out[:, prompt.shape[1] + i:prompt.shape[1] + i + 1] = token
-            if i == n - 1:
-                break
-            self.token.copy_(token)
-            if self.graph is not None:
-                self.graph.replay()
-                logits = self.logits
-            else:
-                logits = self._step()
-        return out
-
-
-def gpu_systems(model, hf, max_len, device):
-    """The static-shape rows (CUDA only): {name: generate function}, and {name: why it was skipped}."""
+def gpu_systems(ref, model, hf, max_len, device):
+    """The static-shape rows (CUDA only): {name: generate function}, and {name: why it was skipped}.
+    StaticDecoder is the notebook's own (its provided cell, grader/provided/static_decode.py)."""
     table, skipped = {}, {}
     for name, graph in (("reference_static", False), ("reference_graph", True)):
         try:
-            decoder = StaticDecoder(model, max_len, graph=graph)
+            decoder = ref["StaticDecoder"](model, max_len, graph=graph)
             table[name] = decoder.generate
         except Exception as error:  # noqa: BLE001 - report and go on with the other rows
             skipped[name] = f"{type(error).__name__}: {error}"
@@ -233,7 +162,7 @@ def run(args):
     table = systems(ref, model, hf)
     skipped = {}
     if args.device.startswith("cuda"):
-        extra, skipped = gpu_systems(model, hf, args.prompt_len + max(args.new_tokens), args.device)
+        extra, skipped = gpu_systems(ref, model, hf, args.prompt_len + max(args.new_tokens), args.device)
         table.update(extra)
     if args.systems:
         table = {name: fn for name, fn in table.items() if name in set(args.systems) | {"reference_cached"}}
