@@ -50,13 +50,38 @@ KERNEL_NAME = "python3"
 
 
 def gradebook_url(course_dir=COURSE_DIR):
+    find_alembic_head_in_process()
     return os.environ.get("GRADER_DB_URL") or f"sqlite:///{Path(course_dir) / 'gradebook.db'}"
+
+
+def find_alembic_head_in_process():
+    """nbgrader stamps every new gradebook with its schema's alembic revision, which it finds by
+    running the `alembic` program: about 2.8 CPU-s each time (twice per graded batch), and a
+    failure when the environment's bin folder is not on PATH. alembic's Python API gives the same
+    answer from the same scripts; it is asked once per process."""
+    import functools
+
+    import nbgrader.api
+    if getattr(nbgrader.api.get_alembic_version, "in_process", False):
+        return
+
+    @functools.cache
+    def get_alembic_version():
+        from alembic.config import Config as AlembicConfig
+        from alembic.script import ScriptDirectory
+        from nbgrader.dbutil import _temp_alembic_ini
+        with _temp_alembic_ini("sqlite:///gradebook.db") as alembic_ini:
+            return ScriptDirectory.from_config(AlembicConfig(alembic_ini)).get_current_head()
+
+    get_alembic_version.in_process = True
+    nbgrader.api.get_alembic_version = get_alembic_version
 
 
 def apply_course_config(c, root=REPO, source_dir=SOURCE_DIR, release_dir=RELEASE_DIR,
                         course_dir=COURSE_DIR, db_url=None):
     """Fill a traitlets Config (nbgrader_config.py calls this too, so the nbgrader CLI and
     formgrader see the same course as `python -m grader`)."""
+    find_alembic_head_in_process()
     course_dir = Path(course_dir)
     c.CourseDirectory.course_id = COURSE_ID
     c.CourseDirectory.root = str(root)

@@ -1,7 +1,7 @@
-"""The speed-ups stay correct: a4's fast decode step returns exactly what `generate` returns, and
-the grader's start-up savings (no rfc3987_syntax grammar, no torch._dynamo import) stay in place
-without changing what the checks and FlopCounterMode report. No timings here: those are in
-benchmarks/ and the README."""
+"""The speed-ups stay correct: a4's fast decode step and its static-shape decoder return exactly what
+`generate` returns, and the grader's start-up savings (no rfc3987_syntax grammar, no torch._dynamo
+import, nbgrader's alembic revision found in-process) stay in place without changing what the checks,
+FlopCounterMode and a new gradebook hold. No timings here: those are in benchmarks/ and the README."""
 import importlib.util
 import subprocess
 import sys
@@ -45,6 +45,27 @@ def test_fast_generate_result_is_an_ordinary_tensor(a4_reference):
     out = ref["fast_generate"](model, torch.zeros(1, 2, dtype=torch.long), 5)
     out[:, 0] = 3                                   # an inference tensor would refuse this
     assert out.shape == (1, 7) and not out.is_inference()
+
+
+def test_static_shape_decoding_returns_the_tokens_of_generate(a4_reference):
+    """a4's StaticDecoder (grader/provided/static_decode.py; the benchmark's GPU rows and, on CUDA, the
+    notebook's graph capture use it) is exact on any device: greedy tokens as generate's, the cache
+    written at the right positions, and again after a second prompt (the buffers are reused)."""
+    ref = a4_reference
+    torch.manual_seed(0)
+    model = ref["DecoderOnlyLM"](vocab_size=97, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_len=64).eval()
+    decoder = ref["StaticDecoder"](model, 64)
+    for seed, (length, new) in enumerate([(7, 40), (3, 50)]):
+        prompt = torch.randint(0, 97, (1, length), generator=torch.Generator().manual_seed(seed))
+        expected = ref["generate"](model, prompt, new)
+        assert torch.equal(decoder.generate(prompt, new), expected)
+        cache = model.make_cache(1, max_len=64)
+        with torch.no_grad():
+            model(expected[:, :-1], cache=cache)
+        stored = length + new - 1
+        assert int(decoder.pos) == stored
+        for layer in range(2):
+            assert torch.allclose(decoder.cache.keys[layer][:, :, :stored], cache.keys[layer][:, :, :stored], atol=1e-5)
 
 
 def _imports_after(code):
@@ -91,3 +112,34 @@ def test_the_sandbox_tells_notebooks_they_are_being_graded(tmp_path):
     argv = bwrap_argv(tmp_path, tmp_path)
     settings = {argv[i + 1]: argv[i + 2] for i, arg in enumerate(argv) if arg == "--setenv"}
     assert settings["NBGRADER_EXECUTION"] == "autograde"
+
+
+def test_new_gradebooks_get_the_revision_the_alembic_program_names(tmp_path):
+    """course.find_alembic_head_in_process replaces nbgrader's `alembic heads` subprocess (2.8 CPU-s per
+    new gradebook): the revision must be the one the program gives, and a new gradebook carries it."""
+    import os
+    import sqlite3
+
+    import nbgrader.api
+
+    from grader.course import find_alembic_head_in_process, gradebook_url
+    program = Path(sys.executable).parent / "alembic"
+    if not program.exists():
+        pytest.skip("no alembic program beside this Python")
+    original = nbgrader.api.get_alembic_version
+    find_alembic_head_in_process()
+    try:
+        env = dict(os.environ, PATH=f"{program.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+        from nbgrader.dbutil import _temp_alembic_ini
+        with _temp_alembic_ini("sqlite:///gradebook.db") as ini:
+            said = subprocess.run([str(program), "-c", ini, "heads"], capture_output=True, text=True, env=env,
+                                  check=True).stdout
+        assert nbgrader.api.get_alembic_version() == said.split()[0]
+        with nbgrader.api.Gradebook(gradebook_url(tmp_path)):
+            pass
+        with sqlite3.connect(tmp_path / "gradebook.db") as db:
+            [(stamped,)] = db.execute("SELECT version_num FROM alembic_version").fetchall()
+        assert stamped == said.split()[0]
+    finally:
+        if not getattr(original, "in_process", False):
+            nbgrader.api.get_alembic_version = original
