@@ -8,6 +8,7 @@ import shutil
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from . import notebook as nbtools
 from .course import COURSE_DIR, RELEASE_DIR, gradebook_url
 from .release import generate_release
 from .sandbox import SandboxUnavailable, WarmKernels, check_available
-from .stages.execute import execute
+from .stages.execute import WorkerServer, execute
 from .stages.judge import judge_notebook
 from .stages.late import apply_late_penalty, penalty_config, set_due_date
 from .stages.merge import merge, record_not_graded
@@ -31,6 +32,9 @@ class Graded:
     db_url: str
     notebook: Path
 
+
+# who a submission is in its own temporary gradebook (the merge files it under the real student)
+TEMPLATE_STUDENT = "submission"
 
 # what an outcome's status can be; only the first two are written into the gradebook
 GRADED, NOT_GRADED, MISSING, NOT_ON_ROSTER, UNRECOGNISED = (
@@ -86,8 +90,21 @@ class Batch:
             check_available()   # refuse loudly rather than run student code with our rights
         self.sandboxed = sandboxed
         # warm kernels (sandbox.WarmKernels): torch and matplotlib imported once for the batch, not
-        # once per student; worth its few seconds of start-up from the second submission on
-        self.warm = _start_warm_kernels() if sandboxed and warm else None
+        # once per student; worth its few seconds of start-up from the second submission on. And
+        # each submission's worker (the process driving its kernel) forked from one that has
+        # imported nbclient once. Both servers start while the release is generated.
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            warm_kernels = pool.submit(_start_warm_kernels if sandboxed and warm else _none)
+            workers = pool.submit(_start_worker_server if warm else _none)
+            try:
+                self._prepare(assignment_id, course_dir, cell_timeout, total_timeout, due, late_penalty)
+            except BaseException:
+                self.warm, self.workers = warm_kernels.result(), workers.result()
+                self.close()
+                raise
+            self.warm, self.workers = warm_kernels.result(), workers.result()
+
+    def _prepare(self, assignment_id, course_dir, cell_timeout, total_timeout, due, late_penalty):
         self.assignment_id = assignment_id
         self.course_dir = Path(course_dir)
         self.course_db = gradebook_url(self.course_dir)
@@ -96,12 +113,15 @@ class Batch:
         self.template_db = self.scratch / "template.db"
         generate_release(assignment_id, self.scratch / "release", course_dir=self.scratch / "course",
                          db_url=f"sqlite:///{self.template_db}")
+        from nbgrader.api import Gradebook
+        with Gradebook(f"sqlite:///{self.template_db}") as gb:   # each copy holds one submission, made once here
+            gb.update_or_create_student(TEMPLATE_STUDENT)
+            gb.update_or_create_submission(assignment_id, TEMPLATE_STUDENT)
         # the course gradebook must know the assignment too (`release` may not have run here)
         if not _gradebook_has(self.course_db, assignment_id):
             generate_release(assignment_id, self.scratch / "release-course", course_dir=self.course_dir,
                              db_url=self.course_db)
         if due is not None:
-            from nbgrader.api import Gradebook
             with Gradebook(self.course_db) as gb:
                 set_due_date(gb, assignment_id, due)
         self.penalty_config = late_penalty if late_penalty is not None else penalty_config(
@@ -114,7 +134,10 @@ class Batch:
     def close(self):
         if self.warm is not None:
             self.warm.close()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        if self.workers is not None:
+            self.workers.close()
+        if getattr(self, "scratch", None) is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
     def grade(self, submission):
         """Everything but the merge, so that it can run in parallel: returns the outcome and
@@ -143,7 +166,7 @@ class Batch:
             notebook = nbformat_new()
         else:
             merge(self.assignment_id, outcome.student, pending.db_url, self.course_db, pending.notebook,
-                  self.course_dir / "autograded")
+                  self.course_dir / "autograded", temp_student=TEMPLATE_STUDENT)
             notebook = nbtools.read(pending.notebook)
         when = datetime.datetime.fromisoformat(outcome.submitted_at) if outcome.submitted_at else None
         seconds_late, outcome.penalty = apply_late_penalty(self.assignment_id, outcome.student, self.course_db,
@@ -165,18 +188,16 @@ class Batch:
                              "a different assignment submitted?")
         work = Path(tempfile.mkdtemp(prefix=f"{student}-", dir=self.scratch))
         db_url = f"sqlite:///{work / 'gradebook.db'}"
+        # this submission's own gradebook: a copy of the template, where it is TEMPLATE_STUDENT's
         shutil.copyfile(self.template_db, work / "gradebook.db")
-        from nbgrader.api import Gradebook
-        with Gradebook(db_url) as gb:   # its autoflush warning is filtered in stages/merge.py
-            gb.update_or_create_student(student)
-            gb.update_or_create_submission(aid, student)
         try:
-            sanitized, notes = sanitize(nb, aid, student, db_url, self.released)
+            sanitized, notes = sanitize(nb, aid, TEMPLATE_STUDENT, db_url, self.released)
         except SanitizeError as error:
             raise _NotGraded(str(error)) from error
         outcome.notes += notes
         kwargs = {k: v for k, v in (("cell_timeout", self.cell_timeout), ("total_timeout", self.total_timeout)) if v}
-        run = execute(sanitized, work / "run", sandboxed=self.sandboxed, warm=self.warm, **kwargs)
+        run = execute(sanitized, work / "run", sandboxed=self.sandboxed, warm=self.warm, workers=self.workers,
+                      **kwargs)
         if run.problem:
             raise _NotGraded(run.problem)
         if run.note:
@@ -188,7 +209,7 @@ class Batch:
                     and c.source.strip() not in self.released_tests
                     for finding in forbidden_uses(c.source)]
         verdicts = judge_notebook(self.trace, run.records, findings)
-        graded = score(build_autograded(sanitized, run.notebook, verdicts), aid, student, db_url)
+        graded = score(build_autograded(sanitized, run.notebook, verdicts), aid, TEMPLATE_STUDENT, db_url)
         import nbformat
         autograded_path = work / f"{aid}.ipynb"
         nbformat.write(graded, str(autograded_path))
@@ -209,6 +230,18 @@ def _start_warm_kernels():
         return WarmKernels.start()
     except SandboxUnavailable as error:
         print(f"note: {error}; each kernel starts cold (bubblewrap) instead", file=sys.stderr)
+        return None
+
+
+def _none():
+    return None
+
+
+def _start_worker_server():
+    try:
+        return WorkerServer.start()
+    except RuntimeError as error:
+        print(f"note: {error}; each submission's worker starts from scratch instead", file=sys.stderr)
         return None
 
 

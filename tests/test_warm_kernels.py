@@ -6,7 +6,10 @@ grades through warm kernels, as autograde does for a batch):
 - no state passes from one student's kernel to the next (each is a fork of the untouched server);
 - a kernel has no capabilities, no network, its own PIDs, nothing of the grader's environment (not
   even in /proc/self/environ, which a fork inherits), and dies with the process that started it;
-- where the server cannot build its sandbox, grading falls back to cold kernels, saying so.
+- where the server cannot build its sandbox, grading falls back to cold kernels, saying so;
+- each submission's worker, forked from the worker server (stages/execute.py: WorkerServer), is a
+  fresh process that is stopped like a started one when its notebook overruns;
+- both servers end when the grader does, even though a batch starts them from a helper thread.
 Slow-ish (about 30 s): real kernels, marked `batch`."""
 import json
 import os
@@ -22,7 +25,7 @@ import pytest
 
 from grader import batch as batch_module
 from grader.sandbox import Limits, SandboxUnavailable, WarmKernels, check_available
-from grader.stages.execute import execute
+from grader.stages.execute import WorkerServer, execute
 
 pytestmark = pytest.mark.batch
 
@@ -167,3 +170,68 @@ def test_closing_the_server_leaves_no_process(tmp_path):
     server.close()
     left = subprocess.run(["pgrep", "-f", folder], capture_output=True, text=True).stdout.split()
     assert left == [], f"processes of the warm server are still running: {left}"
+
+
+def test_forked_workers_are_fresh_and_stopped_when_a_notebook_overruns(warm, tmp_path):
+    workers = WorkerServer.start()
+    try:
+        seen = []
+        for index in range(2):
+            run = execute(_notebook("import os; print(os.getcwd())"), tmp_path / f"run{index}", total_timeout=120,
+                          warm=warm, workers=workers)
+            assert _printed(run).strip() == str(tmp_path / f"run{index}" / "kernel")
+            seen.append(json.loads((tmp_path / f"run{index}" / "control" / "status.json").read_text()))
+        started = time.monotonic()
+        stuck = execute(_notebook("import time\nwhile True:\n    time.sleep(0.1)"), tmp_path / "stuck",
+                        cell_timeout=60, total_timeout=5, warm=warm, workers=workers)
+        assert "did not finish within 5 s" in (stuck.problem or ""), stuck.problem
+        assert time.monotonic() - started < 30
+        kernel_pids = json.loads((tmp_path / "stuck" / "control" / "status.json").read_text())["kernel_pids"]
+        for _ in range(50):
+            if not any(Path(f"/proc/{pid}").exists() for pid in kernel_pids):
+                break
+            time.sleep(0.1)
+        assert not any(Path(f"/proc/{pid}").exists() for pid in kernel_pids), "the overrunning kernel is still running"
+        workers_left = subprocess.run(["pgrep", "-P", str(workers.process.pid)], capture_output=True,
+                                      text=True).stdout.split()
+        assert workers_left == [], f"forked workers still running: {workers_left}"
+    finally:
+        workers.close()
+
+
+GRADER_THAT_DIES = """
+import sys, time
+from concurrent.futures import ThreadPoolExecutor
+from grader.sandbox import WarmKernels
+from grader.stages.execute import WorkerServer
+with ThreadPoolExecutor(2) as pool:          # as Batch starts them: from helper threads that then end
+    warm, workers = pool.submit(WarmKernels.start).result(), pool.submit(WorkerServer.start).result()
+print(warm.process.pid, workers.process.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_both_servers_end_when_the_grader_is_killed(warm):
+    grader = subprocess.Popen([sys.executable, "-c", GRADER_THAT_DIES], stdout=subprocess.PIPE, text=True,
+                              cwd=str(Path(__file__).resolve().parent.parent))
+    try:
+        servers = [int(pid) for pid in grader.stdout.readline().split()]
+        assert len(servers) == 2
+        time.sleep(1)
+        assert all(_running(pid) for pid in servers), "a server died with the thread that started it"
+    finally:
+        grader.kill()
+        grader.wait()
+    for _ in range(50):
+        if not any(_running(pid) for pid in servers):
+            break
+        time.sleep(0.1)
+    assert not any(_running(pid) for pid in servers), "a server outlived its grader"
+
+
+def _running(pid):
+    """Alive and not a zombie waiting for its (gone) parent to be reaped by init."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

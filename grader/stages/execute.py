@@ -7,8 +7,10 @@ submission is reported "not graded", never silently given 0.
 """
 import json
 import os
+import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -30,6 +32,8 @@ RECORDS_DIR = ".grader_records"
 # itself stops a kernel that ignores an interrupt 10 s after its cell timeout (execute_worker.py)
 TOTAL_TIMEOUT_MAX_S = 600
 MAX_RECORD_BYTES = 64 * 2**20
+WORKER_MODULE = "grader.stages.execute_worker"
+REPO_ROOT = str(Path(__file__).resolve().parents[2])   # where `python -m grader...` finds the package
 
 
 @dataclass
@@ -56,11 +60,13 @@ def instrument(nb):
     return run_nb
 
 
-def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, limits=None, sandboxed=True, warm=None):
+def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, limits=None, sandboxed=True, warm=None,
+            workers=None):
     """Run `nb` in a fresh kernel. The kernel sees only workdir/kernel (its working copy);
     workdir/control, the grader's side (instrumented notebook, status, kernelspec), stays out
     of its reach when sandboxed. `warm`, a started sandbox.WarmKernels: the sandboxed kernel comes
-    from its fork server, torch and matplotlib already imported."""
+    from its fork server, torch and matplotlib already imported. `workers`, a started WorkerServer:
+    the process that drives the kernel is forked from it rather than started from scratch."""
     limits = limits or Limits()
     workdir = Path(workdir)
     kernel_dir, control = workdir / "kernel", workdir / "control"
@@ -71,12 +77,13 @@ def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, limits
     runtime = Path(tempfile.mkdtemp(prefix="grader-kernel-", dir="/tmp"))
     try:
         return _execute(nb, workdir, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, sandboxed,
-                        warm)
+                        warm, workers)
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
 
 
-def _execute(nb, workdir, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, sandboxed, warm):
+def _execute(nb, workdir, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, sandboxed, warm,
+             workers):
     kernel_name = KERNEL_NAME
     if sandboxed:
         kernel_name = write_kernelspec(control, kernel_dir, runtime, limits, warm=warm)
@@ -85,14 +92,17 @@ def _execute(nb, workdir, kernel_dir, control, runtime, cell_timeout, total_time
     total_timeout = total_timeout or min(cell_timeout * (code_cells + 2), TOTAL_TIMEOUT_MAX_S)
     env = dict(os.environ, **GRADED_RUN_ENV,
                JUPYTER_PATH=str(control), JUPYTER_RUNTIME_DIR=str(runtime))
-    command = [sys.executable, "-m", "grader.stages.execute_worker", str(control), str(kernel_dir),
-               kernel_name, str(cell_timeout), json.dumps(asdict(limits))]
+    arguments = [str(control), str(kernel_dir), kernel_name, str(cell_timeout), json.dumps(asdict(limits))]
     started = time.time()
-    worker = subprocess.Popen(command, cwd=str(Path(__file__).resolve().parents[2]), env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    worker = workers.fork(arguments, env, REPO_ROOT) if workers is not None else None
+    if worker is None:
+        with open(control / "worker.log", "wb") as log:
+            worker = subprocess.Popen([sys.executable, "-m", WORKER_MODULE] + arguments, cwd=REPO_ROOT, env=env,
+                                      stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
     problem = None
     try:
-        worker.communicate(timeout=total_timeout)
+        worker.wait(timeout=total_timeout)
     except subprocess.TimeoutExpired:
         problem = (f"the notebook did not finish within {total_timeout:.0f} s and its kernel did not "
                    f"respond to an interrupt{_stuck_where(control, nb)}")
@@ -147,3 +157,70 @@ def _kill_everything(worker, workdir):
         worker.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
+
+
+class WorkerServer:
+    """The worker server of execute_worker.py (`--serve`), for one batch: `start()` it, pass it to
+    execute(), `close()` it. It has imported nbclient, jupyter_client and nbformat once; each
+    submission's worker is a fork of it (a fresh process, never reused), which saves the
+    quarter of a CPU-second those imports cost every submission."""
+
+    def __init__(self, process, folder):
+        self.process, self.folder, self.socket = process, Path(folder), str(Path(folder) / "server.sock")
+
+    @classmethod
+    def start(cls, timeout=60):
+        """A started server; RuntimeError if it does not start (then execute() starts each worker)."""
+        folder = Path(tempfile.mkdtemp(prefix="grader-workers-", dir="/tmp"))
+        with open(folder / "server.log", "w") as log:
+            process = subprocess.Popen([sys.executable, "-m", WORKER_MODULE, "--serve", str(folder / "server.sock")],
+                                       cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
+                                       text=True, start_new_session=True)
+        server = cls(process, folder)
+        readable, _, _ = select.select([process.stdout], [], [], timeout)
+        if not readable or process.stdout.readline().strip() != "ready":
+            said = (folder / "server.log").read_text(errors="replace").strip()[-300:]
+            server.close()
+            raise RuntimeError(f"the worker server did not start ({said or 'no answer'})")
+        return server
+
+    def fork(self, arguments, env, cwd):
+        """A _ForkedWorker running execute_worker.main(*arguments); None if the server is gone."""
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(self.socket)
+            connection.sendall(json.dumps({"argv": arguments, "env": env, "cwd": cwd}).encode() + b"\n")
+            connection.settimeout(30)
+            reply = connection.makefile("rb").readline()
+            connection.settimeout(None)
+            return _ForkedWorker(connection, int(json.loads(reply)["pid"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            connection.close()
+            return None
+
+    def close(self):
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        self.process.stdout.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class _ForkedWorker:
+    """A worker forked by the WorkerServer (not this process's child): it has ended when the
+    connection it holds closes. Waited for like a subprocess.Popen."""
+
+    def __init__(self, connection, pid):
+        self.connection, self.pid, self.ended = connection, pid, False
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.ended:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(WORKER_MODULE, timeout)
+            readable, _, _ = select.select([self.connection], [], [], left)
+            if readable and not self.connection.recv(4096):
+                self.ended = True
+                self.connection.close()
+        return 0

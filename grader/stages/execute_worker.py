@@ -1,14 +1,21 @@
-"""Runs one instrumented notebook with nbclient; started by execute.py in a process session of
-its own so that everything it starts can be ended together. Reads and writes only the
-grader's control folder (run.ipynb in; executed.ipynb and status.json out); the kernel runs in
-the kernel folder. A watchdog ends the kernel if it starts too many processes; outputs are cut
-to the byte limits before they are saved."""
+"""Runs one instrumented notebook with nbclient, in a process session of its own so that
+everything it starts can be ended together. Reads and writes only the grader's control folder
+(run.ipynb in; executed.ipynb and status.json out); the kernel runs in the kernel folder. A
+watchdog ends the kernel if it starts too many processes; outputs are cut to the byte limits
+before they are saved.
+
+Started by execute.py either as a program of its own (`python -m grader.stages.execute_worker
+CONTROL KERNEL_DIR ...`), or forked from a worker server (`--serve SOCKET`, below) that has done
+this module's imports once for the whole batch."""
 import json
 import os
+import select
 import signal
+import socket
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 
 # One worker starts per submission, so its start-up is paid 100s of times. jsonschema (under
@@ -66,7 +73,7 @@ def limit_outputs(nb, limits):
 
 
 def main(control, kernel_dir, kernel_name, cell_timeout, limits_json):
-    control, limits = Path(control), Limits(**json.loads(limits_json))
+    control, limits, cell_timeout = Path(control), Limits(**json.loads(limits_json)), int(cell_timeout)
     status = {"kernel_pids": []}
 
     def save_status():
@@ -141,5 +148,74 @@ def main(control, kernel_dir, kernel_name, cell_timeout, limits_json):
     nbformat.write(nb, str(control / "executed.ipynb"))
 
 
+# ---- the worker server: one per batch, so that a worker's start-up (about 0.25 CPU-s of imports)
+# is paid once, not once per submission ----
+
+def serve(socket_path):
+    """Listen on socket_path; for each connection fork one worker. The request (one JSON line:
+    main's arguments, the environment and folder to run in) is read in the fork; the fork answers
+    with its pid and runs main() in a process session of its own. The connection closes when it
+    ends, which is how the grader knows. It ends itself when the grader has gone."""
+    grader = os.getppid()   # (not PR_SET_PDEATHSIG: that fires when the *thread* that started us ends)
+    if len(os.listdir("/proc/self/task")) != 1:
+        raise SystemExit("worker server: the imports started a thread; a fork would lose it")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(socket_path)
+    os.chmod(socket_path, 0o600)
+    server.listen(16)
+    print("ready", flush=True)
+    while True:
+        readable, _, _ = select.select([server], [], [], 0.5)
+        _reap_children()
+        if os.getppid() != grader:
+            raise SystemExit("worker server: the grader has gone")
+        if readable:
+            connection, _ = server.accept()
+            if os.fork() == 0:
+                server.close()
+                code = 1
+                try:
+                    _run_forked(connection)
+                    code = 0
+                except BaseException:  # noqa: BLE001 - into worker.log (stderr by then), then exit 1
+                    traceback.print_exc()
+                finally:
+                    os._exit(code)
+            connection.close()
+
+
+def _run_forked(connection):
+    os.setsid()                    # the grader ends the worker and all it started with one killpg
+    _die_with_parent()             # and the server's end ends it too
+    request = json.loads(connection.makefile("rb").readline())
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    with open(os.path.join(request["argv"][0], "worker.log"), "ab") as log:
+        for fd, target in ((0, os.open(os.devnull, os.O_RDONLY)), (1, log.fileno()), (2, log.fileno())):
+            os.dup2(target, fd)
+    connection.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+    main(*request["argv"])         # the connection stays open (unused) until this process ends
+
+
+def _reap_children():
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _die_with_parent():
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
+    if sys.argv[1] == "--serve":
+        serve(sys.argv[2])
+    else:
+        main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])

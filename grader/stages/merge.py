@@ -14,11 +14,14 @@ from nbgrader.api import Gradebook
 warnings.filterwarnings("ignore", message=".*not in session.*")
 
 
-def merge(assignment_id, student, temp_db_url, course_db_url, autograded_nb_path, autograded_dir):
+def merge(assignment_id, student, temp_db_url, course_db_url, autograded_nb_path, autograded_dir,
+          temp_student=None):
+    """The scores of `temp_student` (default: `student`) in the temporary gradebook become `student`'s
+    in the course gradebook."""
     with Gradebook(temp_db_url) as temp, Gradebook(course_db_url) as course:
         course.update_or_create_student(student)
         course.update_or_create_submission(assignment_id, student)
-        source = temp.find_submission_notebook(assignment_id, assignment_id, student)
+        source = temp.find_submission_notebook(assignment_id, assignment_id, temp_student or student)
         for grade in source.grades:
             target = course.find_grade(grade.name, assignment_id, assignment_id, student)
             target.auto_score = grade.auto_score
