@@ -137,12 +137,39 @@ def read_json(path):
         return {}
 
 
-class WarmKernels:
-    """The fork server of grader/runtime/warm_kernels.py, for one batch: `start()` it, pass it to
-    execute(), `close()` it. Each kernel is a fresh fork in a sandbox of its own, never reused."""
+class ForkServer:
+    """A helper process started once per batch: it prints "ready", then forks one fresh child per
+    connection to folder/server.sock (runtime/warm_kernels.py: serve_forking). WarmKernels, below, and
+    stages.execute.WorkerServer are the two. close() ends it and removes its folder."""
 
     def __init__(self, process, folder):
         self.process, self.folder, self.socket = process, Path(folder), Path(folder) / "server.sock"
+
+    @classmethod
+    def launch(cls, command, folder, timeout, **popen_options):
+        """Start `command`; (the server, None) once it said "ready", else (None, its log's last words)."""
+        folder = Path(folder)
+        with open(folder / "server.log", "w") as log:   # a file, not a pipe nobody reads: never blocks it
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                                       text=True, start_new_session=True, **popen_options)
+        server = cls(process, folder)
+        if _read_line(process.stdout, timeout) == "ready":
+            return server, None
+        said = (folder / "server.log").read_text(errors="replace").strip()[-300:]
+        server.close()
+        return None, said or "no answer"
+
+    def close(self):
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        self.process.stdout.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class WarmKernels(ForkServer):
+    """The fork server of grader/runtime/warm_kernels.py, for one batch: `start()` it, pass it to
+    execute(), `close()` it. Each kernel is a fresh fork in a sandbox of its own, never reused."""
 
     @classmethod
     def start(cls, timeout=120):
@@ -154,16 +181,10 @@ class WarmKernels:
         # password, a token: nothing of the grader's may be there)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": str(folder),
                "MPLCONFIGDIR": str(folder / "matplotlib"), **GRADED_RUN_ENV}
-        with open(folder / "server.log", "w") as log:   # a file, not a pipe nobody reads: never blocks it
-            process = subprocess.Popen([sys.executable, "-I", str(WARM_SERVER), str(folder / "server.sock"),
-                                        str(folder / "root")], env=env, stdout=subprocess.PIPE, stderr=log,
-                                       stdin=subprocess.DEVNULL, text=True, start_new_session=True)
-        server = cls(process, folder)
-        ready = _read_line(process.stdout, timeout)
-        if ready != "ready":
-            said = (folder / "server.log").read_text(errors="replace").strip()[-300:]
-            server.close()
-            raise SandboxUnavailable(f"the warm kernel server did not start ({said or 'no answer'})")
+        server, said = cls.launch([sys.executable, "-I", str(WARM_SERVER), str(folder / "server.sock"),
+                                   str(folder / "root")], folder, timeout, env=env)
+        if server is None:
+            raise SandboxUnavailable(f"the warm kernel server did not start ({said})")
         problem = server.probe()
         if problem:
             server.close()
@@ -193,13 +214,6 @@ class WarmKernels:
         if result.returncode != 0:
             return (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
         return None
-
-    def close(self):
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-        self.process.stdout.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _read_line(stream, timeout):

@@ -232,7 +232,7 @@ def receive_and_supervise(connection, root):
     supervise(connection, json.loads(message), fds, root)
 
 
-def _exit_after(function, *args):
+def _exit_after(function, *args, label="warm kernel"):
     """Run function(*args) in a forked child and leave with its status; a child never returns into
     the caller's loop."""
     code = 1
@@ -241,8 +241,8 @@ def _exit_after(function, *args):
         code = 0
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 1
-    except BaseException as error:  # noqa: BLE001 - said on the kernel's stderr, then exit 1
-        print(f"warm kernel: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+    except BaseException as error:  # noqa: BLE001 - said on the child's stderr, then exit 1
+        print(f"{label}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
     finally:
         os._exit(code)
 
@@ -277,20 +277,28 @@ def serve(socket_path, root):
     # visit (hence write to, hence copy) every page of the imported objects; frozen, they are left out.
     gc.collect()
     gc.freeze()
+    serve_forking(socket_path, lambda connection: receive_and_supervise(connection, root), "warm kernel")
+
+
+def serve_forking(socket_path, handle, label):
+    """Say "ready", then for each connection to socket_path fork a child that runs handle(connection)
+    and exits (the request is read in the child: the server keeps no student's data); reap them; end
+    when the grader that started us has gone (watched, not PR_SET_PDEATHSIG: that fires when the
+    *thread* that started us ends). Also the loop of the grader's worker server (execute_worker.py)."""
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
-        raise SystemExit(f"warm kernels: the pre-imports started {threads - 1} thread(s); a fork would lose them")
+        raise SystemExit(f"{label} server: the imports started {threads - 1} thread(s); a fork would lose them")
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(socket_path)
     os.chmod(socket_path, 0o600)
     server.listen(16)
-    grader = os.getppid()   # (not PR_SET_PDEATHSIG: that fires when the *thread* that started us ends)
+    grader = os.getppid()
     print("ready", flush=True)
     while True:
         readable, _, _ = select.select([server], [], [], 0.5)
         if os.getppid() != grader:
-            raise SystemExit("warm kernels: the grader has gone")
-        while True:                                                  # reap finished supervisors
+            raise SystemExit(f"{label} server: the grader has gone")
+        while True:                                                  # reap finished children
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
@@ -300,9 +308,9 @@ def serve(socket_path, root):
         if not readable:
             continue
         connection, _ = server.accept()
-        if os.fork() == 0:            # the request is read in the child: the server keeps no student's data
+        if os.fork() == 0:
             server.close()
-            _exit_after(receive_and_supervise, connection, root)
+            _exit_after(handle, connection, label=label)
         connection.close()
 
 

@@ -22,9 +22,9 @@ import nbformat
 import torch
 
 from .. import notebook as nbtools
-from ..course import CELL_TIMEOUT_S, KERNEL_NAME
+from ..course import CELL_TIMEOUT_S, KERNEL_NAME, PACKAGE_REPO
 from ..provided import checks_source
-from ..sandbox import GRADED_RUN_ENV, Limits, read_json, write_kernelspec
+from ..sandbox import GRADED_RUN_ENV, ForkServer, Limits, read_json, write_kernelspec
 
 RECORDER_SOURCE = (Path(__file__).resolve().parent.parent / "runtime" / "record.py").read_text()
 RECORDS_DIR = ".grader_records"
@@ -33,7 +33,6 @@ RECORDS_DIR = ".grader_records"
 TOTAL_TIMEOUT_MAX_S = 600
 MAX_RECORD_BYTES = 64 * 2**20
 WORKER_MODULE = "grader.stages.execute_worker"
-REPO_ROOT = str(Path(__file__).resolve().parents[2])   # where `python -m grader...` finds the package
 
 
 @dataclass
@@ -94,10 +93,10 @@ def _execute(nb, workdir, kernel_dir, control, runtime, cell_timeout, total_time
                JUPYTER_PATH=str(control), JUPYTER_RUNTIME_DIR=str(runtime))
     arguments = [str(control), str(kernel_dir), kernel_name, str(cell_timeout), json.dumps(asdict(limits))]
     started = time.time()
-    worker = workers.fork(arguments, env, REPO_ROOT) if workers is not None else None
+    worker = workers.fork(arguments, env, str(PACKAGE_REPO)) if workers is not None else None
     if worker is None:
         with open(control / "worker.log", "wb") as log:
-            worker = subprocess.Popen([sys.executable, "-m", WORKER_MODULE] + arguments, cwd=REPO_ROOT, env=env,
+            worker = subprocess.Popen([sys.executable, "-m", WORKER_MODULE] + arguments, cwd=PACKAGE_REPO, env=env,
                                       stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                       start_new_session=True)
     problem = None
@@ -159,36 +158,27 @@ def _kill_everything(worker, workdir):
         pass
 
 
-class WorkerServer:
+class WorkerServer(ForkServer):
     """The worker server of execute_worker.py (`--serve`), for one batch: `start()` it, pass it to
     execute(), `close()` it. It has imported nbclient, jupyter_client and nbformat once; each
     submission's worker is a fork of it (a fresh process, never reused), which saves the
     quarter of a CPU-second those imports cost every submission."""
 
-    def __init__(self, process, folder):
-        self.process, self.folder, self.socket = process, Path(folder), str(Path(folder) / "server.sock")
-
     @classmethod
     def start(cls, timeout=60):
         """A started server; RuntimeError if it does not start (then execute() starts each worker)."""
         folder = Path(tempfile.mkdtemp(prefix="grader-workers-", dir="/tmp"))
-        with open(folder / "server.log", "w") as log:
-            process = subprocess.Popen([sys.executable, "-m", WORKER_MODULE, "--serve", str(folder / "server.sock")],
-                                       cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
-                                       text=True, start_new_session=True)
-        server = cls(process, folder)
-        readable, _, _ = select.select([process.stdout], [], [], timeout)
-        if not readable or process.stdout.readline().strip() != "ready":
-            said = (folder / "server.log").read_text(errors="replace").strip()[-300:]
-            server.close()
-            raise RuntimeError(f"the worker server did not start ({said or 'no answer'})")
+        server, said = cls.launch([sys.executable, "-m", WORKER_MODULE, "--serve", str(folder / "server.sock")],
+                                  folder, timeout, cwd=PACKAGE_REPO)
+        if server is None:
+            raise RuntimeError(f"the worker server did not start ({said})")
         return server
 
     def fork(self, arguments, env, cwd):
         """A _ForkedWorker running execute_worker.main(*arguments); None if the server is gone."""
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            connection.connect(self.socket)
+            connection.connect(str(self.socket))
             connection.sendall(json.dumps({"argv": arguments, "env": env, "cwd": cwd}).encode() + b"\n")
             connection.settimeout(30)
             reply = connection.makefile("rb").readline()
@@ -197,13 +187,6 @@ class WorkerServer:
         except (OSError, ValueError, KeyError, TypeError):
             connection.close()
             return None
-
-    def close(self):
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-        self.process.stdout.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 class _ForkedWorker:

@@ -9,13 +9,10 @@ CONTROL KERNEL_DIR ...`), or forked from a worker server (`--serve SOCKET`, belo
 this module's imports once for the whole batch."""
 import json
 import os
-import select
 import signal
-import socket
 import sys
 import threading
 import time
-import traceback
 from pathlib import Path
 
 # One worker starts per submission, so its start-up is paid 100s of times. jsonschema (under
@@ -28,6 +25,7 @@ from jupyter_client.manager import AsyncKernelManager  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import DeadKernelError  # noqa: E402
 
+from ..runtime.warm_kernels import PR_SET_PDEATHSIG, prctl, serve_forking  # noqa: E402
 from ..sandbox import KERNEL_PIDS_FILE, Limits, read_json  # noqa: E402
 
 # nbclient interrupts a cell at its timeout; a kernel that honours the interrupt ends the cell within
@@ -152,41 +150,16 @@ def main(control, kernel_dir, kernel_name, cell_timeout, limits_json):
 # is paid once, not once per submission ----
 
 def serve(socket_path):
-    """Listen on socket_path; for each connection fork one worker. The request (one JSON line:
-    main's arguments, the environment and folder to run in) is read in the fork; the fork answers
-    with its pid and runs main() in a process session of its own. The connection closes when it
-    ends, which is how the grader knows. It ends itself when the grader has gone."""
-    grader = os.getppid()   # (not PR_SET_PDEATHSIG: that fires when the *thread* that started us ends)
-    if len(os.listdir("/proc/self/task")) != 1:
-        raise SystemExit("worker server: the imports started a thread; a fork would lose it")
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(socket_path)
-    os.chmod(socket_path, 0o600)
-    server.listen(16)
-    print("ready", flush=True)
-    while True:
-        readable, _, _ = select.select([server], [], [], 0.5)
-        _reap_children()
-        if os.getppid() != grader:
-            raise SystemExit("worker server: the grader has gone")
-        if readable:
-            connection, _ = server.accept()
-            if os.fork() == 0:
-                server.close()
-                code = 1
-                try:
-                    _run_forked(connection)
-                    code = 0
-                except BaseException:  # noqa: BLE001 - into worker.log (stderr by then), then exit 1
-                    traceback.print_exc()
-                finally:
-                    os._exit(code)
-            connection.close()
+    """For each connection to socket_path, fork one worker (runtime/warm_kernels.py: serve_forking).
+    The request (one JSON line: main's arguments, the environment and folder to run in) is read in the
+    fork, which answers with its pid and runs main() in a process session of its own. The connection
+    closes when the worker ends, which is how the grader knows."""
+    serve_forking(socket_path, _run_forked, "worker")
 
 
 def _run_forked(connection):
     os.setsid()                    # the grader ends the worker and all it started with one killpg
-    _die_with_parent()             # and the server's end ends it too
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)   # and the server's end ends it too
     request = json.loads(connection.makefile("rb").readline())
     os.environ.clear()
     os.environ.update(request["env"])
@@ -196,22 +169,6 @@ def _run_forked(connection):
             os.dup2(target, fd)
     connection.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
     main(*request["argv"])         # the connection stays open (unused) until this process ends
-
-
-def _reap_children():
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
-def _die_with_parent():
-    import ctypes
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 if __name__ == "__main__":
