@@ -143,3 +143,50 @@ def test_new_gradebooks_get_the_revision_the_alembic_program_names(tmp_path):
     finally:
         if not getattr(original, "in_process", False):
             nbgrader.api.get_alembic_version = original
+
+
+# Calls that make a demo cell cost a fraction of a second or more, for every graded student.
+COSTLY_CALLS = ("plt.show", "time.perf_counter", "optimizer.step", "measure_matmul_flops")
+
+
+def _costly_calls_outside_guard(source):
+    """Top-level calls of COSTLY_CALLS (not inside a def or class: defining costs nothing) that are not
+    in the `else` branch of an `if AUTOGRADING:` statement. Returns their line numbers."""
+    import ast
+
+    def calls(nodes):
+        for node in nodes:
+            for sub in ast.walk(node):
+                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                    continue
+                if isinstance(sub, ast.Call) and ast.unparse(sub.func) in COSTLY_CALLS:
+                    yield sub.lineno
+
+    tree = ast.parse(source)
+    guarded = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "AUTOGRADING":
+            guarded.update(calls(node.orelse))
+    top = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    return sorted(set(calls(top)) - guarded)
+
+
+@pytest.mark.parametrize("assignment", ["a1_self_attention", "a2_multihead_masking", "a3_flops_io", "a4_kv_cache"])
+def test_demo_cells_that_draw_time_or_train_are_skipped_while_autograding(assignment):
+    """The autograder runs every cell for every student: a plot costs 0.1-0.6 CPU-s, a timing or a
+    training run seconds, and neither is graded. Each such demo cell starts with `if AUTOGRADING:`."""
+    import nbformat
+
+    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    setup = "\n".join(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup")
+    assert 'AUTOGRADING = os.environ.get("NBGRADER_EXECUTION") == "autograde"' in setup
+    unguarded = []
+    for index, cell in enumerate(nb.cells):
+        graded = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or graded.get("grade") or graded.get("solution"):
+            continue
+        lines = _costly_calls_outside_guard(cell.source)
+        if lines:
+            unguarded.append(f"cell {index}, line(s) {lines}: {cell.source.splitlines()[0][:60]}")
+    assert not unguarded, ("demo cells that draw, time or train outside `if AUTOGRADING: ... else:`:\n"
+                           + "\n".join(unguarded))
