@@ -22,13 +22,16 @@ def merge(assignment_id, student, temp_db_url, course_db_url, autograded_nb_path
         course.update_or_create_student(student)
         course.update_or_create_submission(assignment_id, student)
         source = temp.find_submission_notebook(assignment_id, assignment_id, temp_student or student)
+        target = course.find_submission_notebook(assignment_id, assignment_id, student)
+        # each notebook's grades and comments loaded at once, not one query per cell (find_grade)
+        grades = {grade.name: grade for grade in target.grades}
+        comments = {comment.name: comment for comment in target.comments}
         for grade in source.grades:
-            target = course.find_grade(grade.name, assignment_id, assignment_id, student)
-            target.auto_score = grade.auto_score
-            target.needs_manual_grade = grade.needs_manual_grade or target.manual_score is not None
+            into = grades[grade.name]
+            into.auto_score = grade.auto_score
+            into.needs_manual_grade = grade.needs_manual_grade or into.manual_score is not None
         for comment in source.comments:
-            target = course.find_comment(comment.name, assignment_id, assignment_id, student)
-            target.auto_comment = comment.auto_comment
+            comments[comment.name].auto_comment = comment.auto_comment
         course.db.commit()
     destination = Path(autograded_dir) / student / assignment_id
     destination.mkdir(parents=True, exist_ok=True)
