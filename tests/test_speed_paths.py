@@ -2,6 +2,7 @@
 `generate` returns, and the grader's start-up savings (no rfc3987_syntax grammar, no torch._dynamo
 import, nbgrader's alembic revision found in-process) stay in place without changing what the checks,
 FlopCounterMode and a new gradebook hold. No timings here: those are in benchmarks/ and the README."""
+import ast
 import importlib.util
 import subprocess
 import sys
@@ -9,6 +10,9 @@ from pathlib import Path
 
 import pytest
 import torch
+
+from grader import notebook as nbtools
+from grader.course import SOURCE_DIR, assignment_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -152,13 +156,11 @@ COSTLY_CALLS = ("plt.show", "time.perf_counter", "optimizer.step", "measure_matm
 def _costly_calls_outside_guard(source):
     """Top-level calls of COSTLY_CALLS (not inside a def or class: defining costs nothing) that are not
     in the `else` branch of an `if AUTOGRADING:` statement. Returns their line numbers."""
-    import ast
+    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
     def calls(nodes):
         for node in nodes:
             for sub in ast.walk(node):
-                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                    continue
                 if isinstance(sub, ast.Call) and ast.unparse(sub.func) in COSTLY_CALLS:
                     yield sub.lineno
 
@@ -167,23 +169,19 @@ def _costly_calls_outside_guard(source):
     for node in tree.body:
         if isinstance(node, ast.If) and ast.unparse(node.test) == "AUTOGRADING":
             guarded.update(calls(node.orelse))
-    top = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-    return sorted(set(calls(top)) - guarded)
+    return sorted(set(calls(n for n in tree.body if not isinstance(n, definitions))) - guarded)
 
 
-@pytest.mark.parametrize("assignment", ["a1_self_attention", "a2_multihead_masking", "a3_flops_io", "a4_kv_cache"])
+@pytest.mark.parametrize("assignment", assignment_ids())
 def test_demo_cells_that_draw_time_or_train_are_skipped_while_autograding(assignment):
     """The autograder runs every cell for every student: a plot costs 0.1-0.6 CPU-s, a timing or a
     training run seconds, and neither is graded. Each such demo cell starts with `if AUTOGRADING:`."""
-    import nbformat
-
-    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
-    setup = "\n".join(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup")
+    nb = nbtools.read(nbtools.notebook_path(SOURCE_DIR, assignment))
+    setup = "\n".join(c.source for c in nb.cells if nbtools.grade_id(c) == "setup")
     assert 'AUTOGRADING = os.environ.get("NBGRADER_EXECUTION") == "autograde"' in setup
     unguarded = []
     for index, cell in enumerate(nb.cells):
-        graded = cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code" or graded.get("grade") or graded.get("solution"):
+        if cell.cell_type != "code" or nbtools.is_test_cell(cell) or nbtools.is_answer_cell(cell):
             continue
         lines = _costly_calls_outside_guard(cell.source)
         if lines:
