@@ -1,6 +1,7 @@
 """What kind of cell is this? One place for the course's reading of nbgrader metadata."""
 import ast
 import json
+import threading
 from pathlib import Path
 
 import nbformat
@@ -59,10 +60,21 @@ def max_auto_points(nb):
     return sum(test_points(nb).values())
 
 
+# CPython 3.11's parser keeps its recursion-depth count per interpreter, not per thread: two grading
+# threads parsing at once can fail with "SystemError: AST constructor recursion depth mismatch".
+_PARSE_LOCK = threading.Lock()
+
+
+def parse(source):
+    """ast.parse, one thread at a time (grading threads parse student cells in parallel)."""
+    with _PARSE_LOCK:
+        return ast.parse(source)
+
+
 def defined_names(source):
     """Top-level function and class names a cell defines (None if it does not parse)."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError:
         return None
     return {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}

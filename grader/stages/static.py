@@ -7,6 +7,8 @@ another name, a captured reference to the C binding and a name assembled from st
 """
 import ast
 
+from .. import notebook as nbtools
+
 FORBIDDEN_NAMES = {
     "scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward",
     "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
@@ -19,7 +21,7 @@ SUSPICIOUS_WORDS = ("scaled_dot_product", "multiheadattention", "multi_head_atte
 def forbidden_uses(source):
     """Findings as short sentences, e.g. "line 4: F.scaled_dot_product_attention"."""
     try:
-        tree = ast.parse(source)
+        tree = nbtools.parse(source)
     except SyntaxError:   # a cell that does not parse still must not hide a forbidden name
         lowered = source.lower().replace("_", "")
         return [f"mentions {name}" for name in sorted(FORBIDDEN_NAMES)
