@@ -1,7 +1,8 @@
 """The minimum Python and torch the README states for the notebooks (issue 14) hold: no notebook,
 and no provided file copied into one, uses a torch API newer than the stated torch, or syntax
 newer than the stated Python; private torch modules are imported only inside a guard that says
-clearly what is missing. Fast: reads files only.
+clearly what is missing; every torch name the code spells out exists (the CUDA-only branches CI never
+runs included). Fast: reads files, imports torch.
 
 API_INTRODUCED lists torch APIs with the release that introduced them (from the PyTorch release
 notes); add a row when a notebook starts using something recent."""
@@ -156,3 +157,75 @@ def test_the_guard_detector():
                              (public, [])):
         tree = ast.parse(source)
         assert [m for n, m in _private_torch_imports(tree) if not _guarded(tree, n)] == expected, source
+
+
+# ---- the code CI never runs (the CUDA branches) names only torch APIs that exist ----
+# The GPU cells skip on CPU, so a misspelt `torch.cuda.grpah` would first fail on a student's GPU.
+# Every dotted name rooted at an imported torch module must resolve in the installed torch (the CPU
+# build carries torch.cuda's Python API too).
+
+SCRIPTS = sorted((REPO / "benchmarks").glob("*.py")) + [REPO / "tools" / "gpu_report.py"]
+
+
+def _torch_aliases(tree):
+    """{local name: dotted torch path} for `import torch...` and `from torch... import ...`."""
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "torch":
+                    aliases[alias.asname or "torch"] = alias.name if alias.asname else "torch"
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "torch":
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return aliases
+
+
+def _torch_names(tree):
+    """Every `alias.attr.attr...` chain in the code, written out as a dotted torch path."""
+    aliases, names = _torch_aliases(tree), set()
+    for node in ast.walk(tree):
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if parts and isinstance(node, ast.Name) and node.id in aliases:
+            names.add(".".join([aliases[node.id]] + parts[::-1]))
+    return names
+
+
+def _resolves(dotted):
+    import importlib
+    parts = dotted.split(".")
+    for split in range(len(parts), 0, -1):        # the longest importable prefix, then attributes
+        try:
+            obj = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for part in parts[split:]:
+            if not hasattr(obj, part):
+                try:
+                    obj = importlib.import_module(f"{obj.__name__}.{part}")
+                    continue
+                except (ImportError, AttributeError):
+                    return False
+            obj = getattr(obj, part)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("label,code", SOURCES + [(str(p.relative_to(REPO)), p.read_text()) for p in SCRIPTS],
+                         ids=[label for label, _ in SOURCES] + [str(p.relative_to(REPO)) for p in SCRIPTS])
+def test_every_torch_name_in_the_code_exists(label, code):
+    pytest.importorskip("torch")
+    lines = [line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    missing = sorted(name for name in _torch_names(ast.parse("\n".join(lines))) if not _resolves(name))
+    assert not missing, (f"{label} names torch APIs the installed torch does not have: {', '.join(missing)}; "
+                         "a misspelling in a branch CI never runs (a CUDA-only cell?), or an API from a newer torch")
+
+
+def test_the_torch_name_check_sees_a_misspelling():
+    tree = ast.parse("import torch\nimport torch.nn.functional as F\nfrom torch import cuda\n"
+                     "g = torch.cuda.grpah\ny = F.softmax\nz = cuda.CUDAGraph\n")
+    assert {"torch.cuda.grpah", "torch.nn.functional.softmax", "torch.cuda.CUDAGraph"} <= _torch_names(tree)
+    assert [name for name in sorted(_torch_names(tree)) if not _resolves(name)] == ["torch.cuda.grpah"]
