@@ -164,10 +164,25 @@ def load_from_disk(page, lab, nb):
     page.wait_for_function("() => !document.querySelector('.jp-Notebook .jp-OutputArea-output')")
 
 
+PROMPTS_JS = "() => [...document.querySelectorAll('.jp-Notebook .jp-InputPrompt')].map(p => p.textContent).join('|')"
+
+
 def run_all(page):
-    menu(page, "Run", "Run All Cells")
-    time.sleep(1.0)
-    wait_kernel_idle(page)
+    """Run All, then wait until the kernel is done. JupyterLab marks queued cells [*] at once, so
+    prompts that have not changed a few seconds after the click mean the click was lost (a busy
+    2-core machine): click again, once; a second click cannot run anything twice."""
+    before = page.evaluate(PROMPTS_JS)
+    for attempt in (1, 2):
+        menu(page, "Run", "Run All Cells")
+        try:
+            page.wait_for_function(f"before => ({PROMPTS_JS})() !== before", arg=before, timeout=15_000)
+            break
+        except Exception:  # noqa: BLE001 - retried once, then a readable failure
+            if attempt == 2:
+                shot(page, "run_all_did_not_start")
+                raise AssertionError("Run All Cells queued no cell after two clicks "
+                                     "(screenshot: out/browser/run_all_did_not_start.png)") from None
+    wait_kernel_idle(page, timeout_s=240)
 
 
 def outputs_text(page):
