@@ -72,6 +72,27 @@ def test_static_shape_decoding_returns_the_tokens_of_generate(a4_reference):
             assert torch.allclose(decoder.cache.keys[layer][:, :, :stored], cache.keys[layer][:, :, :stored], atol=1e-5)
 
 
+def test_static_shape_decoding_ignores_garbage_in_a_fresh_cache(a4_reference):
+    """A KVCache built with torch.empty (allowed: a4's alternatives have one) may hold inf or NaN, as
+    recycled GPU memory does; the static step reads every position, the unwritten ones with weight
+    0, and 0 * NaN is NaN. StaticDecoder zeroes the cache it makes, so the tokens stay generate's."""
+    ref = a4_reference
+    torch.manual_seed(1)
+    model = ref["DecoderOnlyLM"](vocab_size=97, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_len=64).eval()
+    make_cache = model.make_cache
+
+    def garbage_cache(*args, **kwargs):
+        cache = make_cache(*args, **kwargs)
+        for buffer in (*cache.keys, *cache.values):
+            buffer.fill_(float("nan"))
+        return cache
+
+    model.make_cache = garbage_cache
+    prompt = torch.randint(0, 97, (1, 5), generator=torch.Generator().manual_seed(3))
+    expected = ref["generate"](model, prompt, 30, use_cache=False)
+    assert torch.equal(ref["StaticDecoder"](model, 64).generate(prompt, 30), expected)
+
+
 def _imports_after(code):
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -16,7 +16,8 @@ class StaticDecoder:
     - the new key and value are written with index_copy_ at that position (your append slices with
       the Python int cache.length, which a graph would freeze at its value during the capture);
     - attention reads all max_len positions and masks the ones after the new token, instead of
-      slicing [:length], a shape that changes every step.
+      slicing [:length], a shape that changes every step (so the cache starts zeroed: the unwritten
+      positions are read too, with weight 0).
     With graph=True (CUDA only) one step is captured with torch.cuda.graph after a warm-up on a
     side stream, and replayed once per token."""
 
@@ -24,6 +25,8 @@ class StaticDecoder:
         self.model, self.graph = model, None
         weight = model.lm_head.weight
         self.cache = model.make_cache(1, max_len=max_len)
+        for buffer in (*self.cache.keys, *self.cache.values):
+            buffer.zero_()     # a torch.empty cache may hold inf or NaN, and the masked weight 0 times NaN is NaN
         self.token = torch.zeros(1, 1, dtype=torch.long, device=weight.device)
         self.pos = torch.zeros(1, dtype=torch.long, device=weight.device)
         self.key_positions = torch.arange(max_len, device=weight.device)
