@@ -153,8 +153,9 @@ def _check_mutants(assignment_id, source, trace, points, device, progress, repor
 def _check_alternatives(assignment_id, source, trace, points, device, progress, report):
     """(e): the solution and each alternative, under every RNG perturbation, keep full marks."""
     alternatives = load_alternatives(assignment_id)
+    not_run = [a for a in alternatives if device is not None and a.cpu_only]
     candidates = [("(reference solution)", "the solution itself", [])] + [
-        (a.name, a.how, [(a.replaces, a.source)]) for a in alternatives]
+        (a.name, a.how, [(a.replaces, a.source)]) for a in alternatives if a not in not_run]
     losers = []
     jobs = [(replacements, RNG_SEEDS) for _, _, replacements in candidates]
     outcomes = _runs(assignment_id, source, jobs, device, f"alternatives {assignment_id}", progress)
@@ -171,12 +172,15 @@ def _check_alternatives(assignment_id, source, trace, points, device, progress, 
         if failure:
             losers.append(f"{name} loses {lost:g} points ({failure[:300]})")
     enough = len(alternatives) >= MIN_ALTERNATIVES
+    detail = "; ".join(losers) if losers else ("all keep full marks" if enough else
+                                               f"only {len(alternatives)} alternatives, the catalogue needs at "
+                                               f"least {MIN_ALTERNATIVES}")
+    if not_run:
+        detail += "; not run on " + str(device) + ": " + "; ".join(f"{a.name} ({a.cpu_only})" for a in not_run)
+    ran = len(alternatives) - len(not_run)
     return CheckResult(
-        f"(e) correct alternatives keep full marks ({len(alternatives)} alternatives + the solution, "
-        f"{len(RNG_SEEDS)} RNG seeds each)", not losers and enough,
-        "; ".join(losers) if losers else ("all keep full marks" if enough else
-                                          f"only {len(alternatives)} alternatives, the catalogue needs at least "
-                                          f"{MIN_ALTERNATIVES}"))
+        f"(e) correct alternatives keep full marks ({ran} alternatives + the solution, "
+        f"{len(RNG_SEEDS)} RNG seeds each)", not losers and enough, detail)
 
 
 def _check_release_scores_zero(assignment_id, full):

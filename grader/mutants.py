@@ -51,6 +51,7 @@ class Alternative:
     replaces: tuple
     how: str      # how it differs from the reference solution
     source: str
+    cpu_only: str = ""   # why it keeps full marks only with tensors on the CPU ("" if on any device)
 
 
 def mutant(replaces, bug, fails=()):
@@ -61,10 +62,12 @@ def mutant(replaces, bug, fails=()):
     return mark
 
 
-def alternative(replaces, how):
-    """Mark a function or class as a correct alternative to `replaces` (a name, or a tuple)."""
+def alternative(replaces, how, cpu_only=""):
+    """Mark a function or class as a correct alternative to `replaces` (a name, or a tuple).
+    cpu_only: the reason it matches the reference only on the CPU (where grading creates its
+    tensors); `check --device cuda` then reports it as not run, with that reason."""
     def mark(obj):
-        obj.__alternative__ = (replaces if isinstance(replaces, tuple) else (replaces,), how)
+        obj.__alternative__ = (replaces if isinstance(replaces, tuple) else (replaces,), how, cpu_only)
         return obj
     return mark
 
@@ -118,5 +121,6 @@ def load_catalogue(assignment_id, directory=CATALOGUE_DIR):
 
 
 def load_alternatives(assignment_id, directory=ALTERNATIVES_DIR):
-    return [Alternative(name, replaces, how, source)
-            for name, (replaces, how), source in _entries(Path(directory) / f"{assignment_id}.py", "__alternative__")]
+    return [Alternative(name, replaces, how, source, cpu_only)
+            for name, (replaces, how, cpu_only), source in _entries(Path(directory) / f"{assignment_id}.py",
+                                                                    "__alternative__")]

@@ -90,3 +90,25 @@ def test_every_assignment_has_a_catalogue_of_alternatives():
         alternatives = load_alternatives(assignment_id)
         assert len(alternatives) >= 4, assignment_id
         assert all(a.how and a.source for a in alternatives)
+
+
+def test_a_cpu_only_alternative_is_not_run_on_a_gpu_and_the_gate_says_why(monkeypatch):
+    """float64_probs matches the reference's seeded draw only on the CPU (torch's CUDA sampler draws
+    other numbers for float64 probabilities): `check --device cuda` leaves it out and names it."""
+    import grader.check as check
+    jobs_seen = []
+
+    def fake_runs(assignment_id, source, jobs, device, desc, progress):
+        jobs_seen.extend(jobs)
+        return [[([], [])] * len(seeds) for _, seeds in jobs]
+
+    monkeypatch.setattr(check, "_runs", fake_runs)
+    monkeypatch.setattr(check, "judge_notebook", lambda trace, records: [])
+    alternatives = load_alternatives("a4_kv_cache")
+    assert [a.name for a in alternatives if a.cpu_only] == ["float64_probs"]
+    on_gpu = check._check_alternatives("a4_kv_cache", None, None, {}, "cuda", False, check.AssignmentReport("a4"))
+    assert len(jobs_seen) == len(alternatives)            # the solution, and every alternative but that one
+    assert on_gpu.ok and "not run on cuda: float64_probs (on a CUDA device torch.multinomial" in on_gpu.detail
+    jobs_seen.clear()
+    on_cpu = check._check_alternatives("a4_kv_cache", None, None, {}, None, False, check.AssignmentReport("a4"))
+    assert len(jobs_seen) == len(alternatives) + 1 and "not run" not in on_cpu.detail
