@@ -292,9 +292,9 @@ def memory_bound_at_ridge(flops, bytes, peak_flops, peak_bytes_per_s):
 
 
 def _timed(n, repeats):
-    generator = torch.Generator().manual_seed(0)
-    a = torch.randn(n, n, generator=generator)
-    b = torch.randn(n, n, generator=generator)
+    generator = torch.Generator().manual_seed(0)       # a CPU generator: draw on the CPU, then move
+    a = torch.randn(n, n, generator=generator, device="cpu").to(device)
+    b = torch.randn(n, n, generator=generator, device="cpu").to(device)
     a @ b
     times = []
     for _ in range(repeats):
