@@ -220,10 +220,13 @@ def run(args):
                    for n in args.new_tokens}
     largest = str(max(args.new_tokens))
     targets = {}
-    if "reference_uncached" in table:
+    # the targets are the CPU's (2 threads): on a GPU the tiny model's decode is launch-bound, and the
+    # figures to read there are the graph rows against eager and against HF's static cache (below)
+    on_cpu = not args.device.startswith("cuda")
+    if on_cpu and "reference_uncached" in table:
         targets["reference_cached >= 5x reference_uncached at %s new tokens" % largest] = \
             ratios[largest]["reference_cached / reference_uncached"] >= 5.0
-    if "hf_gpt2_generate" in table:
+    if on_cpu and "hf_gpt2_generate" in table:
         for mine in REFERENCE_ROWS:
             if mine in table:
                 targets[f"{mine} >= 2x hf_gpt2_generate at {largest} new tokens"] = \
