@@ -162,3 +162,186 @@ class batched_lookup(nn.Module):
             raise ValueError(f"sequence of {length} tokens is longer than max_len={self.emb.weight.shape[0]}")
         positions = torch.arange(length, device=x.device).expand(batch, length)
         return self.emb(positions) + x
+
+
+# --- more alternatives, written to look for tests that take points from correct work; these lost
+# points until the tests were fixed: attention modules that keep the task's projections under a second name too,
+# a float32 scale or softmax inside float64 attention ---
+
+
+@alternative("scaled_dot_product_attention", "leading dims (of q, k, v and the mask) broadcast by hand, "
+                                             "flattened to 3-D and multiplied with torch.bmm")
+def bmm_flattened(q, k, v, mask=None):
+    lq, lk, dk, dv = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
+    shapes = [q.shape[:-2], k.shape[:-2], v.shape[:-2]]
+    if mask is not None:
+        mask = mask.to(torch.bool)
+        shapes.append(mask.shape[:-2] if mask.dim() >= 2 else torch.Size())
+    lead = torch.broadcast_shapes(*shapes)
+    q3 = q.expand(*lead, lq, dk).reshape(-1, lq, dk)
+    k3 = k.expand(*lead, lk, dk).reshape(-1, lk, dk)
+    v3 = v.expand(*lead, lk, dv).reshape(-1, lk, dv)
+    scores = torch.bmm(q3, k3.transpose(1, 2)) / math.sqrt(dk)
+    if mask is not None:
+        m3 = mask.expand(*lead, lq, lk).reshape(-1, lq, lk)
+        scores = scores.masked_fill(~m3, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        weights = torch.where(m3.any(-1, keepdim=True), weights, torch.zeros_like(weights))
+    else:
+        weights = torch.softmax(scores, dim=-1)
+    out = torch.bmm(weights, v3)
+    return out.reshape(*lead, lq, dv), weights.reshape(*lead, lq, lk)
+
+
+@alternative("scaled_dot_product_attention", "log_softmax then exp; NaN rows of fully blocked queries "
+                                             "replaced by 0 with masked_fill(isnan)")
+def log_softmax_exp(q, k, v, mask=None):
+    scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(q.size(-1)))
+    if mask is not None:
+        scores = scores.masked_fill(mask == False, float("-inf"))  # noqa: E712
+    weights = torch.log_softmax(scores, dim=-1).exp()
+    weights = weights.masked_fill(torch.isnan(weights), 0.0)
+    return torch.matmul(weights, v), weights
+
+
+@alternative("scaled_dot_product_attention", "multiplicative masking: exp(scores - row max) times the mask, "
+                                             "normalised where the row total is positive")
+def multiplicative_mask(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    exps = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    if mask is not None:
+        exps = exps * mask
+    total = exps.sum(dim=-1, keepdim=True)
+    weights = torch.where(total > 0, exps / total, torch.zeros_like(exps))
+    return weights @ v, weights
+
+
+@alternative("scaled_dot_product_attention", "q and k each scaled by d_k**-0.25, -1e9 fill, fully blocked "
+                                             "rows zeroed after; extra keyword arguments accepted")
+def quarter_power_neg1e9(q, k, v, mask=None, dropout_p=0.0, scale=None, **kwargs):
+    factor = q.shape[-1] ** -0.25
+    scores = (q * factor) @ (k * factor).transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -1e9)
+    weights = scores.softmax(dim=-1)
+    if mask is not None:
+        weights = weights * mask.any(dim=-1, keepdim=True)
+    return weights @ v, weights
+
+
+@alternative("attention_loop", "double loop over queries and keys with torch.dot, output rows in a new_zeros "
+                               "tensor")
+def double_loop_dot(q, k, v):
+    out = q.new_zeros(q.shape[0], v.shape[1])
+    scale = math.sqrt(q.shape[1])
+    for i in range(q.shape[0]):
+        scores = torch.stack([torch.dot(q[i], k[j]) / scale for j in range(k.shape[0])])
+        weights = torch.softmax(scores, dim=0)
+        out[i] = weights @ v
+    return out
+
+
+@alternative("SelfAttention", "one fused F.linear on the concatenated weights for self-attention, "
+                              "split by [d_k, d_k, d_v]; attention written inline; accepts **kwargs")
+class fused_qkv(nn.Module):
+    def __init__(self, d_model, d_k, d_v=None):
+        super().__init__()
+        self.d_k = d_k
+        self.d_v = d_k if d_v is None else d_v
+        self.q_proj = nn.Linear(d_model, d_k, bias=False)
+        self.k_proj = nn.Linear(d_model, d_k, bias=False)
+        self.v_proj = nn.Linear(d_model, self.d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None, **kwargs):
+        if context is None:
+            w = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight], dim=0)
+            q, k, v = torch.split(F.linear(x, w), [self.d_k, self.d_k, self.d_v], dim=-1)
+        else:
+            q = x @ self.q_proj.weight.T
+            k = context @ self.k_proj.weight.T
+            v = context @ self.v_proj.weight.T
+        q = q / math.sqrt(self.d_k)
+        scores = torch.einsum("bqd,bkd->bqk", q, k)
+        if mask is not None:
+            scores = torch.where(mask, scores, torch.tensor(float("-inf"), dtype=scores.dtype))
+        weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+        return torch.einsum("bqk,bkd->bqd", weights, v), weights
+
+
+@alternative("sinusoidal_positional_encoding", "the PyTorch-tutorial form: div_term = exp(arange(0, d, 2) * "
+                                               "(-log(base) / d)) in float32, filled into torch.zeros")
+def tutorial_exp_log_float32(seq_len, d_model, base=10000.0):
+    if d_model % 2 != 0:
+        raise ValueError("d_model must be even")
+    pe = torch.zeros(seq_len, d_model)
+    position = torch.arange(0, seq_len).unsqueeze(1).float()
+    div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(base) / d_model))
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term)
+    return pe
+
+
+@alternative("sinusoidal_positional_encoding", "complex exponentials: torch.polar in float64, view_as_real "
+                                               "gives (cos, sin), flipped to (sin, cos)")
+def complex_polar(seq_len, d_model, base=10000.0):
+    if d_model % 2:
+        raise ValueError(f"odd d_model={d_model}")
+    pos = torch.arange(seq_len, dtype=torch.float64)
+    inv = 1.0 / (base ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model))
+    angle = torch.outer(pos, inv)
+    z = torch.polar(torch.ones_like(angle), angle)
+    return torch.view_as_real(z).flip(-1).reshape(seq_len, d_model).to(torch.float32)
+
+
+@alternative("LearnedPositionalEmbedding", "attribute `wpe`, rows sliced straight from the weight, "
+                                           "limit read from num_embeddings, length from x.size(-2)")
+class weight_slice(nn.Module):
+    def __init__(self, max_len, d_model):
+        super().__init__()
+        self.wpe = nn.Embedding(max_len, d_model)
+
+    def forward(self, x):
+        length = x.size(-2)
+        if length > self.wpe.num_embeddings:
+            raise ValueError(f"length {length} > max_len {self.wpe.num_embeddings}")
+        return x + self.wpe.weight[:length].to(x.dtype)
+
+
+@alternative("SelfAttention", "textbook names W_q, W_k, W_v registered first; q_proj, k_proj, v_proj are "
+                              "aliases of the same nn.Linear modules (spec attributes all present)")
+class textbook_names_aliased(nn.Module):
+    def __init__(self, d_model, d_k, d_v=None):
+        super().__init__()
+        d_v = d_k if d_v is None else d_v
+        self.W_q = nn.Linear(d_model, d_k, bias=False)
+        self.W_k = nn.Linear(d_model, d_k, bias=False)
+        self.W_v = nn.Linear(d_model, d_v, bias=False)
+        self.q_proj, self.k_proj, self.v_proj = self.W_q, self.W_k, self.W_v
+
+    def forward(self, x, context=None, mask=None):
+        source = x if context is None else context
+        return scaled_dot_product_attention(self.W_q(x), self.W_k(source), self.W_v(source), mask)
+
+
+@alternative("scaled_dot_product_attention", "the common tutorial idiom scores / torch.sqrt(torch.tensor(d_k)) "
+                                             "(a float32 0-dim scale); float32-level rounding inside, float64 kept")
+def torch_sqrt_tensor_scale(q, k, v, mask=None):
+    d_k = q.size(-1)
+    scores = torch.matmul(q, k.transpose(-2, -1)) / torch.sqrt(torch.tensor(d_k))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = F.softmax(scores, dim=-1)
+    weights = torch.nan_to_num(weights, nan=0.0)
+    return torch.matmul(weights, v), weights
+
+
+@alternative("scaled_dot_product_attention", "Hugging Face idiom: softmax with dtype=torch.float32, cast back "
+                                             "to the query's dtype; float32-level rounding inside, float64 kept")
+def hf_float32_softmax(q, k, v, mask=None):
+    scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    return torch.matmul(weights, v), weights

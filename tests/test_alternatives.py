@@ -68,11 +68,20 @@ class _Aliased(nn.Module):
         self.linear1, self.linear2 = self.net[0], self.net[2]
 
 
+class _SameDepthAliases(nn.Module):
+    """Other names as short as the task's, registered first (fc1 / fc2, as in nanoGPT)."""
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(3, 4), nn.Linear(4, 3)
+        self.linear1, self.linear2 = self.fc1, self.fc2
+
+
 def test_randomized_weights_do_not_depend_on_aliases():
     randomize = _helpers()["randomize_parameters_"]
-    plain, aliased = randomize(_Plain(), seed=3), randomize(_Aliased(), seed=3)
-    for name in ("linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"):
-        assert torch.equal(plain.get_parameter(name), aliased.get_parameter(name)), name
+    plain = randomize(_Plain(), seed=3)
+    for aliased in (randomize(_Aliased(), seed=3), randomize(_SameDepthAliases(), seed=3)):
+        for name in ("linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"):
+            assert torch.equal(plain.get_parameter(name), aliased.get_parameter(name)), (type(aliased).__name__, name)
 
 
 def test_seeded_inputs_are_the_same_whatever_the_global_generator_did():

@@ -28,15 +28,28 @@ def seeded_generator(seed):
     return torch.Generator(device=torch.empty(0).device).manual_seed(seed)
 
 
+# the attribute names the course's tasks fix (and every parameter's own `weight` / `bias`)
+_COURSE_NAMES = frozenset({"q_proj", "k_proj", "v_proj", "o_proj", "linear1", "linear2", "attn", "ff", "norm1",
+                           "norm2", "tok_emb", "pos_emb", "blocks", "norm_f", "lm_head", "weight", "bias"})
+
+
+def _name_rank(name):
+    """Which of a parameter's names to seed it from: one made of the course's names (and layer
+    indices) first, as the reference has it; then the shortest."""
+    parts = name.split(".")
+    return (not all(part in _COURSE_NAMES or part.isdigit() for part in parts), len(parts))
+
+
 def randomize_parameters_(module, seed, scale=0.5):
     """Fill every parameter of `module` from `seed` and its name, so a test knows the weights
     whatever order the layers were created in. Use it only where the task fixes every name
-    (e.g. `q_proj`, `blocks`, `lm_head`). A parameter reachable under several names (a layer
-    kept as `self.linear1` and inside an `nn.Sequential` too) is filled from its shortest name."""
+    (e.g. `q_proj`, `blocks`, `lm_head`). A parameter reachable under several names (a layer kept
+    as `self.linear1` and inside an `nn.Sequential` too, or as `self.o_proj` and `self.out_proj`)
+    is filled from the name the task fixes, whichever was registered first."""
     names = {}
     for name, parameter in module.named_parameters(remove_duplicate=False):
         known = names.get(id(parameter))
-        if known is None or name.count(".") < known[0].count("."):
+        if known is None or _name_rank(name) < _name_rank(known[0]):
             names[id(parameter)] = (name, parameter)
     with torch.no_grad():
         for name, parameter in names.values():
