@@ -359,9 +359,23 @@ def logsumexp_boolean_index(logits, ids, ignore_index=None):
     return nll.mean()
 
 
+class _OutProjAttention(nn.Module):
+    """The forward of the two entries below, which keep the output projection under two names
+    (`o_proj`, `out_proj`) and differ only in which one is registered first."""
+
+    def forward(self, query, key=None, value=None, mask=None):
+        key = query if key is None else key
+        value = key if value is None else value
+        q = split_heads(self.q_proj(query), self.n_heads)
+        k = split_heads(self.k_proj(key), self.n_heads)
+        v = split_heads(self.v_proj(value), self.n_heads)
+        out, self.last_attn_weights = scaled_dot_product_attention(q, k, v, mask)
+        return self.out_proj(merge_heads(out))
+
+
 @alternative("MultiHeadAttention", "output projection created as `out_proj` (nn.MultiheadAttention's name), "
                                    "o_proj an alias of it")
-class out_proj_alias(nn.Module):
+class out_proj_alias(_OutProjAttention):
     def __init__(self, d_model, n_heads, bias=True):
         super().__init__()
         if d_model % n_heads != 0:
@@ -372,15 +386,6 @@ class out_proj_alias(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         self.o_proj = self.out_proj
-
-    def forward(self, query, key=None, value=None, mask=None):
-        key = query if key is None else key
-        value = key if value is None else value
-        q = split_heads(self.q_proj(query), self.n_heads)
-        k = split_heads(self.k_proj(key), self.n_heads)
-        v = split_heads(self.v_proj(value), self.n_heads)
-        out, self.last_attn_weights = scaled_dot_product_attention(q, k, v, mask)
-        return self.out_proj(merge_heads(out))
 
 
 @alternative("FeedForward", "layers created as fc1/fc2, linear1/linear2 aliases of them")
@@ -442,7 +447,7 @@ class nanogpt_aliases(nn.Module):
 
 @alternative("MultiHeadAttention", "o_proj created first, then kept under a second name `out_proj` too "
                                    "(guards a fix of the alias tie-break that simply prefers the last name)")
-class o_proj_then_alias(nn.Module):
+class o_proj_then_alias(_OutProjAttention):
     def __init__(self, d_model, n_heads, bias=True):
         super().__init__()
         if d_model % n_heads != 0:
@@ -453,15 +458,6 @@ class o_proj_then_alias(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
         self.o_proj = nn.Linear(d_model, d_model, bias=bias)
         self.out_proj = self.o_proj
-
-    def forward(self, query, key=None, value=None, mask=None):
-        key = query if key is None else key
-        value = key if value is None else value
-        q = split_heads(self.q_proj(query), self.n_heads)
-        k = split_heads(self.k_proj(key), self.n_heads)
-        v = split_heads(self.v_proj(value), self.n_heads)
-        out, self.last_attn_weights = scaled_dot_product_attention(q, k, v, mask)
-        return self.out_proj(merge_heads(out))
 
 
 @alternative("lm_loss", "logits upcast with .float() before the loss (common LLM idiom); "
