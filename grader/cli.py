@@ -136,7 +136,8 @@ def cmd_demo(args):
     return 0 if run_demo(_ids(args.ids)) else 1
 
 
-def main(argv=None):
+def build_parser():
+    """The command line: one sub-command (verb) per step of the workflow."""
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     verbs = parser.add_subparsers(dest="verb", required=True)
     p = verbs.add_parser("sync", help="refresh provided cells and the device helper in solutions/ "
@@ -190,7 +191,11 @@ def main(argv=None):
     p.set_defaults(run=cmd_publish)
     p = verbs.add_parser("demo", help="release, grade sample submissions, feedback, CSV, in out/demo/")
     p.add_argument("ids", nargs="*"); p.set_defaults(run=cmd_demo)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
     if getattr(args, "course_dir", None):   # nbgrader and SQLite need it absolute (`--course-dir course`)
         args.course_dir = str(Path(args.course_dir).resolve())
     if getattr(args, "scheduler", None):
