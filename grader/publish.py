@@ -1,12 +1,12 @@
 """`publish DEST`: the student-facing course as a ready-to-push git repository, without the answer
-key (issue 12, item 5).
+key.
 
 The instructor's repository is private: it holds solutions/ (the reference answers and hidden
 tests), mutants/ and alternatives/ (wrong and right answers), the grader and its tests. Students
 get a second, public repository made by this command from what they are meant to see:
 
     README.md            for students: open, work, submit, what is graded (docs/student-readme.md,
-                         with the syllabus of this repository's README and its Colab links)
+                         with the syllabus table of docs/syllabus.md and its Colab links)
     LICENSE              unchanged (code MIT, content CC BY 4.0)
     requirements.txt     the pinned student set (requirements-student.txt); environment.yml uses it
     lectures/            the executed lectures
@@ -29,7 +29,8 @@ from .course import RELEASE_DIR, REPO, SOURCE_DIR
 
 MARKER = ".course-publish.json"            # in DEST: what was published, from which commit
 TEMPLATE = REPO / "docs" / "student-readme.md"
-PLACEHOLDER_REPO = "OWNER/attention-course"  # in the README's Colab links until publish fills it in
+SYLLABUS = REPO / "docs" / "syllabus.md"     # the one source of the syllabus table
+PLACEHOLDER_REPO = "OWNER/attention-course"  # in the syllabus's Colab links until publish fills it in
 PUBLISHED_NAMES = {MARKER, ".gitignore", "README.md", "LICENSE", "environment.yml", "requirements.txt",
                    "lectures", "assignments", "docs"}
 SOLUTION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
@@ -54,6 +55,10 @@ def publish(dest, force=False, assignments=None, public_repo=None, commit=True):
     dest = Path(dest).expanduser().resolve()
     ids = _choose(assignments)
     _check_destination(dest, force)
+    try:
+        syllabus = syllabus_table()      # before anything in DEST is touched
+    except PublishError as error:
+        raise SystemExit(f"publish: {error}") from error
     public_repo = public_repo or os.environ.get("GRADER_PUBLIC_REPO") or _github_remote(dest)
     dest.mkdir(parents=True, exist_ok=True)
     for entry in dest.iterdir():          # a fresh tree every time; the history stays in .git
@@ -67,7 +72,7 @@ def publish(dest, force=False, assignments=None, public_repo=None, commit=True):
         for path in sorted((RELEASE_DIR / aid).rglob("*")):
             if path.is_file() and not _ignored(path):
                 _copy(path, dest / "assignments" / aid / path.relative_to(RELEASE_DIR / aid))
-    readme = student_readme(ids, public_repo or PLACEHOLDER_REPO)
+    readme = student_readme(ids, public_repo or PLACEHOLDER_REPO, syllabus)
     (dest / "README.md").write_text(readme)
     for image in sorted(set(re.findall(r"docs/img/[\w.-]+\.png", readme))):
         _copy(REPO / image, dest / image)
@@ -144,20 +149,28 @@ def _copy(source, target):
 
 # ---- the student README and environment ----
 
-def syllabus_section(readme_text=None):
-    """The '## Syllabus' section of the instructor README (its table links lectures and assignments
-    by the paths the published repository has too)."""
-    text = readme_text if readme_text is not None else (REPO / "README.md").read_text()
-    match = re.search(r"^## Syllabus\n(.*?)(?=^## )", text, re.S | re.M)
-    table = [line for line in (match.group(1) if match else "").splitlines() if line.startswith("|")]
-    if not table:
-        raise PublishError("README.md has no '## Syllabus' section with a table for the student README")
-    return "\n".join(table)
+def syllabus_table(path=None):
+    """The syllabus table of docs/syllabus.md (its first Markdown table), with its relative links
+    (`../lectures/...`, written from docs/) made relative to the repository's root, where the
+    student README lives."""
+    path = Path(path) if path is not None else SYLLABUS
+    if not path.is_file():
+        raise PublishError(f"{path} is missing: it holds the syllabus table for the student README")
+    table = []
+    for line in path.read_text().splitlines():
+        if line.startswith("|"):
+            table.append(line)
+        elif table:
+            break                       # the first table only
+    if len(table) < 3:                  # a header, its rule and at least one row
+        raise PublishError(f"{path} has no syllabus table (a Markdown table of lectures and assignments)")
+    return re.sub(r"\]\(\.\./", "](", "\n".join(table))
 
 
-def student_readme(ids, public_repo=PLACEHOLDER_REPO):
-    syllabus = syllabus_section()
-    # rows of assignments not published yet keep their lecture, without a link to a missing file
+def student_readme(ids, public_repo=PLACEHOLDER_REPO, syllabus=None):
+    """docs/student-readme.md filled in: the published assignments and the syllabus table, whose
+    rows of assignments not published yet keep their lecture but lose the assignment's links."""
+    syllabus = syllabus if syllabus is not None else syllabus_table()
     for aid in released_ids():
         if aid not in ids:
             syllabus = re.sub(rf"\[{aid}\]\(assignments/{aid}/{aid}\.ipynb\)", f"{aid} (not released yet)", syllabus)

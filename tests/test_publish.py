@@ -1,4 +1,4 @@
-"""`python -m grader publish DEST` (issue 12, item 5): the student repository has the lectures, the
+"""`python -m grader publish DEST`: the student repository has the lectures, the
 released assignments, a student README, the student environment and the LICENSE, and nothing of the
 answer key: no solution region, no hidden-test line, no mutant or alternative, no grader.
 
@@ -30,7 +30,7 @@ import nbformat
 import pytest
 
 from grader.course import assignment_ids
-from grader.publish import publish
+from grader.publish import PublishError, publish, student_readme, syllabus_table
 
 REPO = Path(__file__).resolve().parent.parent
 ALL = assignment_ids()
@@ -317,3 +317,43 @@ def test_publishing_again_adds_a_commit_only_when_something_changed(tmp_path):
     assert len(log.splitlines()) == 2, log
     assert ALL[1] in log.splitlines()[0], log
     assert (dest / "assignments" / ALL[1]).is_dir()
+
+
+# ---- the student README's syllabus: docs/syllabus.md, the one source ----
+
+def test_student_readme_syllabus_is_docs_syllabus():
+    """The syllabus table of the student README is docs/syllabus.md's, its links made relative to
+    the published repository's root; the placeholder repository becomes the public one."""
+    syllabus = (REPO / "docs" / "syllabus.md").read_text()
+    rows = [line.replace("](../", "](") for line in syllabus.splitlines() if line.startswith("| ")]
+    assert len(rows) >= 10, "docs/syllabus.md should hold a header and a row per lecture"
+    readme = student_readme(ALL, "you/attention-course")
+    shown = [line for line in readme.splitlines() if line.startswith("| ")]
+    assert shown == [row.replace("OWNER/attention-course", "you/attention-course") for row in rows]
+    assert "OWNER/attention-course" not in readme
+    assert "colab.research.google.com/github/you/attention-course/blob/main/lectures/01_" in readme
+
+
+def test_student_readme_leaves_unpublished_assignments_unlinked():
+    readme = student_readme(ALL[:1])
+    for later in ALL[1:]:
+        assert f"{later} (not released yet)" in readme, f"{later}'s row should say it is not released yet"
+        assert f"assignments/{later}/" not in readme, f"the student README links {later}, which is not published"
+    assert f"assignments/{ALL[0]}/{ALL[0]}.ipynb" in readme
+
+
+def test_syllabus_table_needs_docs_syllabus(tmp_path, monkeypatch):
+    with pytest.raises(PublishError, match="missing"):
+        syllabus_table(tmp_path / "syllabus.md")
+    (tmp_path / "syllabus.md").write_text("# Syllabus\n\nNo table here.\n")
+    with pytest.raises(PublishError, match="no syllabus table"):
+        syllabus_table(tmp_path / "syllabus.md")
+    (tmp_path / "syllabus.md").write_text("| # | lecture |\n|---|---|\n| 1 | [x](../lectures/x.ipynb) |\n\n| other |\n")
+    assert syllabus_table(tmp_path / "syllabus.md") == "| # | lecture |\n|---|---|\n| 1 | [x](lectures/x.ipynb) |"
+    # publish stops before it touches DEST
+    import grader.publish
+    monkeypatch.setattr(grader.publish, "SYLLABUS", tmp_path / "missing.md")
+    dest = tmp_path / "public"
+    with pytest.raises(SystemExit, match="publish: .*missing.md is missing"):
+        publish(dest, commit=False)
+    assert not dest.exists()
