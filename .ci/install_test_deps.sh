@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Test-only dependencies for the browser test (issue 8): Debian's Chromium and Playwright for
-# Python (pinned in requirements-test.txt); and the course hub for the hub test (issue 13).
+# Test-only dependencies for the browser test: Debian's Chromium and Playwright for Python
+# (pinned in requirements-test.txt); and the course hub for the hub test.
 # Idempotent. Playwright never downloads a browser here (no `playwright install`):
 # tests/test_browser.py and tests/test_hub.py launch /usr/bin/chromium.
 # Usage: .ci/install_test_deps.sh [venv]   (default .venv)
@@ -17,7 +17,7 @@ if [ ! -x /usr/bin/chromium ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium fonts-dejavu-core >/dev/null
 fi
 
-# The course hub for tests/test_hub.py (issue 13): Node.js + configurable-http-proxy, the hub
+# The course hub for tests/test_hub.py: Node.js + configurable-http-proxy, the hub
 # environment (/opt/attention-course/venv: JupyterHub and the course's packages, torch held by
 # constraints.txt) and the hub's system users. Idempotent; needs root or passwordless sudo, else
 # it is left out (the hub test then skips, or fails under REQUIRE_HUB=1).

@@ -1,4 +1,4 @@
-"""Set-up files checked (issue 8, part 3): environment.yml, requirements, constraints, README,
+"""Set-up files checked: environment.yml, requirements, constraints, README,
 Makefile and CI agree with each other. Fast: reads files only."""
 import re
 from pathlib import Path
@@ -115,7 +115,7 @@ def test_readme_commands_are_what_ci_runs():
         ".ci/run runs pytest directly: the README's `make test` should be the one test command"
 
 
-# ---- conventions (issue 12, item 9): pyproject, LICENSE, CHANGELOG, CI workflow ----
+# ---- conventions: pyproject, LICENSE, CHANGELOG, CI workflow ----
 
 @pytest.fixture(scope="module")
 def pyproject():

@@ -1,4 +1,4 @@
-"""The minimum Python and torch the README states for the notebooks (issue 14) hold: no notebook,
+"""The minimum Python and torch the README states for the notebooks hold: no notebook,
 and no provided file copied into one, uses a torch API newer than the stated torch, or syntax
 newer than the stated Python; private torch modules are imported only inside a guard that says
 clearly what is missing; every torch name the code spells out exists (the CUDA-only branches CI never

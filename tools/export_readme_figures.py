@@ -1,4 +1,4 @@
-"""Copy the README's figures out of the executed lectures (issue 8, part 4).
+"""Copy the figures of the README and docs/ out of the executed lectures.
 
 The plots are the PNG outputs already stored in lectures/*.ipynb (nbval keeps them current), so
 nothing is re-run: each figure is found by a phrase in the source of the cell that draws it
