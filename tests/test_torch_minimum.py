@@ -90,7 +90,7 @@ def test_no_torch_api_newer_than_the_stated_minimum(label, code):
     newer = [f"{re.search(pattern, code).group(0)} (torch {version})" for pattern, version in API_INTRODUCED
              if _version(version) > minimum and re.search(pattern, code)]
     assert not newer, (f"{label} uses {', '.join(newer)}, newer than the README's torch {_stated('torch')}: "
-                       "raise the stated minimum (README, Requirements) or avoid the API")
+                       "raise the stated minimum (README, Students) or avoid the API")
 
 
 @pytest.mark.parametrize("label,code", SOURCES, ids=[label for label, _ in SOURCES])
