@@ -12,7 +12,7 @@ GPU_PYTHON ?= $(PYTHON)
 endif
 GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
 
-.PHONY: install python-version demo test test-fast check release gpu-report clean
+.PHONY: install python-version system-deps demo test test-fast lint check release gpu-report clean
 
 install: $(STAMP)
 
@@ -48,8 +48,18 @@ PYTEST_WORKERS ?= 2
 test: install $(TEST_STAMP)  ## the whole suite, as CI runs it
 	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
-test-fast: install $(TEST_STAMP)  ## everything but the slow suites (batch corpus, browser, hosted runtime, engines, hub)
-	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not batch and not browser and not hosted and not engine and not hub"
+test-fast: install $(TEST_STAMP)  ## everything but the slow tests (kernels, notebooks, quality gates, browser, hub, ...)
+	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not slow"
+
+lint: install $(TEST_STAMP)  ## ruff, as the suite runs it (tests/test_lint.py)
+	$(BIN)/ruff check .
+
+# what some tests need beyond Python and make (root or sudo): bubblewrap and util-linux (the grading
+# sandbox), Chromium and Playwright (browser tests), the course hub, a PostgreSQL server on 127.0.0.1:55432;
+# without them `make test` skips those tests and says so in its last line
+system-deps:           ## (root) everything the skipped tests need: sudo make system-deps
+	bash .ci/install_system_deps.sh
+	bash .ci/start_postgres.sh
 
 check: install         ## the quality gate for every assignment
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m grader check

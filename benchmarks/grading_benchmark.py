@@ -2,7 +2,7 @@
 in turn) for every assignment, graded through the real pipeline (sandboxed kernels, parallel
 workers, single-writer merge), with warm kernels (forked from a server that imported torch once)
 and cold ones (each started from scratch in bubblewrap), in the same run. Not a test: it prints
-figures for the README.
+figures for docs/results.md.
 
 CPU is the whole machine's (every process: grader, workers, kernels, servers), read from /proc/stat
 before and after, so run it on an otherwise idle machine.
@@ -23,24 +23,26 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.autograde import autograde  # noqa: E402
-from grader.batch import Batch  # noqa: E402
-from grader.course import assignment_ids  # noqa: E402
-from grader.mutants import load_catalogue  # noqa: E402
-from grader.samples import buggy_submission, perfect_submission, release_notebook  # noqa: E402
-from grader.stages.collect import collect  # noqa: E402
+from grader import pipeline
+from grader.autograde import autograde
+from grader.course import Course
+from grader.mutants import load_catalogue
+from grader.samples import buggy_submission, perfect_submission, release_notebook
+from grader.submission import Options, Status, Submission
+
+COURSE = Course(Path(__file__).resolve().parent.parent)
 
 
 def write_students(assignment_id, count, folder):
-    mutants = [m.name for m in load_catalogue(assignment_id)]
+    mutants = [m.name for m in load_catalogue(COURSE, assignment_id)]
     for index in range(count):
         kind = index % (len(mutants) + 2)
         if kind == 0:
-            nb = perfect_submission(assignment_id)
+            nb = perfect_submission(COURSE, assignment_id)
         elif kind == 1:
-            nb = release_notebook(assignment_id)
+            nb = release_notebook(COURSE, assignment_id)
         else:
-            nb, _ = buggy_submission(assignment_id, mutants[kind - 2])
+            nb, _ = buggy_submission(COURSE, assignment_id, mutants[kind - 2])
         nbformat.write(nb, str(folder / f"student{index:03d}.ipynb"))
 
 
@@ -59,17 +61,18 @@ def one_student(assignment_id, repeats=3):
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "one"
         folder.mkdir()
-        nbformat.write(perfect_submission(assignment_id), str(folder / "alice.ipynb"))
-        [submission] = collect(assignment_id, folder).submissions
-        for mode, options in (("warm", {"warm": True}), ("cold", {}), ("unsandboxed", {"sandboxed": False})):
-            batch = Batch(assignment_id, course_dir=Path(tmp) / f"course-{mode}", **options)
+        nbformat.write(perfect_submission(COURSE, assignment_id), str(folder / "alice.ipynb"))
+        for mode, options in (("warm", Options(kernels="warm")), ("cold", Options(kernels="cold")),
+                              ("unsandboxed", Options(sandboxed=False))):
+            course = COURSE.with_grading_dir(Path(tmp) / f"course-{mode}")
             samples = []
-            for _ in range(repeats):
-                started, cpu = time.perf_counter(), machine_cpu_seconds()
-                outcome, _ = batch.grade(submission)
-                samples.append((time.perf_counter() - started, machine_cpu_seconds() - cpu))
-                assert outcome.score == outcome.max_score, outcome
-            batch.close()
+            with pipeline.Batch(course, assignment_id, options) as batch:
+                batch.prepare(servers=mode == "warm")
+                for _ in range(repeats):
+                    started, cpu = time.perf_counter(), machine_cpu_seconds()
+                    graded = pipeline.grade(Submission("alice", folder / "alice.ipynb"), batch)
+                    samples.append((time.perf_counter() - started, machine_cpu_seconds() - cpu))
+                    assert graded.score == graded.max_score, graded.label
             figures[mode] = {"wall_s": round(statistics.median(s[0] for s in samples), 2),
                              "cpu_s": round(statistics.median(s[1] for s in samples), 2)}
     return figures
@@ -84,7 +87,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=1, help="one-student measurements per mode (median)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    ids = args.assignments or assignment_ids()
+    ids = args.assignments or COURSE.assignment_ids()
     result = {"students": args.students, "workers": args.workers, "batches": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for aid in ids:
@@ -95,12 +98,12 @@ def main():
             figures = result["batches"][kernels] = {}
             for aid in ids:
                 t0, cpu0 = time.perf_counter(), machine_cpu_seconds()
-                outcomes = autograde(aid, Path(tmp) / aid, course_dir=Path(tmp) / f"course-{kernels}",
-                                     workers=args.workers, kernels=kernels, progress=False)
+                outcomes = autograde(COURSE.with_grading_dir(Path(tmp) / f"course-{kernels}"), aid, Path(tmp) / aid,
+                                     Options(workers=args.workers, kernels=kernels, progress=False))
                 seconds, cpu = time.perf_counter() - t0, machine_cpu_seconds() - cpu0
                 figures[aid] = {"wall_s": round(seconds, 1), "cpu_s": round(cpu, 1),
                                 "cpu_per_submission_s": round(cpu / len(outcomes), 2),
-                                "graded": sum(o.status == "graded" for o in outcomes)}
+                                "graded": sum(o.status == Status.GRADED for o in outcomes)}
                 print(f"{kernels} kernels, {aid}: {len(outcomes)} students in {seconds:.1f} s, {cpu:.0f} CPU-s "
                       f"({cpu / len(outcomes):.2f} CPU-s per submission, batch set-up included)", flush=True)
             figures["total_wall_s"] = round(sum(f["wall_s"] for f in figures.values()), 1)

@@ -1,42 +1,46 @@
-"""python -m grader VERB: one command per step of the instructor's workflow."""
+"""python -m grader VERB: one command per step of the instructor's workflow.
+
+The course is found once, here (Course.find: $GRADER_COURSE_ROOT, else the folder holding
+nbgrader_config.py and solutions/ at or above the current directory, else this checkout), and
+passed to every step; `--course-dir` names another grading folder than <course>/course."""
 import argparse
 import sys
 import time
 from pathlib import Path
 
-from .course import COURSE_DIR, assignment_ids
+from .course import CELL_TIMEOUT_S, Course, CourseNotFound
 
 
-def _ids(values):
-    known = assignment_ids()
+def _ids(course, values):
+    known = course.assignment_ids()
     unknown = [v for v in values if v not in known]
     if unknown:
         raise SystemExit(f"unknown assignment(s): {', '.join(unknown)}; known: {', '.join(known)}")
     return values or known
 
 
-def cmd_sync(args):
+def cmd_sync(course, args):
     from .release import sync_lectures, sync_provided
-    for aid in _ids(args.ids):
-        refreshed = sync_provided(aid)
+    for aid in _ids(course, args.ids):
+        refreshed = sync_provided(course, aid)
         print(f"{aid}: " + (f"refreshed {', '.join(refreshed)}" if refreshed else "provided cells up to date"))
     if not args.ids:   # the lectures carry the device helper and the progress bar (grader/provided/)
-        lectures = sync_lectures()
+        lectures = sync_lectures(course)
         print("lectures: " + (f"refreshed the device helper or progress bar in {', '.join(lectures)}" if lectures
                               else "device helper and progress bar up to date"))
 
 
-def cmd_release(args):
+def cmd_release(course, args):
     from .release import release
-    for aid in _ids(args.ids):
-        print(f"{aid}: released to {release(aid)}")
+    for aid in _ids(course, args.ids):
+        print(f"{aid}: released to {release(course, aid)}")
 
 
-def cmd_check(args):
-    from .check import check_assignment, format_report
+def cmd_check(course, args):
+    from .gate import check_assignment, format_report
     ok = True
-    for aid in _ids(args.ids):
-        report = check_assignment(aid, run_release=not args.skip_release_run, progress=not args.quiet,
+    for aid in _ids(course, args.ids):
+        report = check_assignment(course, aid, run_release=not args.skip_release_run, progress=not args.quiet,
                                   device=args.device)
         print(format_report(report))
         ok &= report.ok
@@ -44,54 +48,52 @@ def cmd_check(args):
     return 0 if ok else 1
 
 
-def cmd_autograde(args):
-    from .autograde import autograde, format_table
+def cmd_autograde(course, args):
+    from .autograde import autograde, count_statuses, format_table
+    from .lms import parse_time
     from .sandbox import SandboxUnavailable
-    [aid] = _ids([args.id])
+    from .stages.late import describe_penalty, penalty_config
+    from .submission import Options
+    [aid] = _ids(course, [args.id])
     started = time.time()
     try:
         if args.unsandboxed:
             print("WARNING: grading WITHOUT the sandbox: student code runs with your rights and can read "
                   "the hidden tests and the gradebook. Use only for trusted notebooks.", file=sys.stderr)
-        from .stages.late import describe_penalty, penalty_config
-        from .stages.lms_names import parse_time
-        due = parse_time(args.due) if args.due else None
-        penalty = penalty_config(args.late_penalty) if args.late_penalty else None
-        if due:
-            print(f"{aid}: due {due.astimezone():%Y-%m-%d %H:%M %Z} ({due:%Y-%m-%d %H:%M} UTC)")
-        if penalty is not None:
-            print(f"{aid}: late penalty {describe_penalty(penalty)}")
-        outcomes = autograde(aid, args.submissions, course_dir=Path(args.course_dir), workers=args.workers,
-                             sandboxed=not args.unsandboxed, engine="dask" if args.dask else "threads",
-                             scheduler=args.scheduler, cell_timeout=args.cell_timeout,
-                             total_timeout=args.total_timeout, lms=args.lms, pattern=args.pattern, due=due,
-                             late_penalty=penalty, kernels=args.kernels)
+        options = Options(sandboxed=not args.unsandboxed, kernels=args.kernels,
+                          engine="dask" if args.dask else "threads",
+                          scheduler=args.scheduler, workers=args.workers, cell_timeout=args.cell_timeout,
+                          total_timeout=args.total_timeout, lms=args.lms, pattern=args.pattern,
+                          due=parse_time(args.due) if args.due else None,
+                          late_penalty=penalty_config(args.late_penalty) if args.late_penalty else None)
+        if options.due:
+            print(f"{aid}: due {options.due.astimezone():%Y-%m-%d %H:%M %Z} ({options.due:%Y-%m-%d %H:%M} UTC)")
+        if options.late_penalty is not None:
+            print(f"{aid}: late penalty {describe_penalty(options.late_penalty)}")
+        graded = autograde(course, aid, args.submissions, options)
     except SandboxUnavailable as error:
         raise SystemExit(f"autograde: the sandbox is unavailable: {error}.\nRefusing to run student code "
                          "unsandboxed; pass --unsandboxed to do it anyway (trusted notebooks only).")
     except (FileNotFoundError, ValueError) as error:
         raise SystemExit(f"autograde: {error}")
-    print(format_table(aid, outcomes))
-    counts = {}
-    for o in outcomes:
-        counts[o.status] = counts.get(o.status, 0) + 1
+    print(format_table(aid, graded))
+    counts = count_statuses(graded)
     print(", ".join(f"{n} {status}" for status, n in counts.items()) + f" in {time.time() - started:.1f} s")
     return 0
 
 
-def cmd_feedback(args):
+def cmd_feedback(course, args):
     from .feedback import generate_feedback
-    [aid] = _ids([args.id])
-    pages = generate_feedback(aid, course_dir=Path(args.course_dir))
-    print(f"{len(pages)} feedback pages in {Path(args.course_dir) / 'feedback'}")
+    [aid] = _ids(course, [args.id])
+    pages = generate_feedback(course, aid)
+    print(f"{len(pages)} feedback pages in {course.grading_dir / 'feedback'}")
 
 
-def cmd_export(args):
+def cmd_export(course, args):
     from .export import export
-    output = args.output or str(Path(args.course_dir) / f"grades-{args.format}.csv")
+    output = args.output or str(course.grading_dir / f"grades-{args.format}.csv")
     try:
-        path, count, notes = export(output, args.format, course_dir=Path(args.course_dir),
-                                    assignment_ids=args.ids or None)
+        path, count, notes = export(course, output, args.format, assignment_ids=args.ids or None)
     except ValueError as error:
         raise SystemExit(f"export: {error}")
     for note in notes:
@@ -99,61 +101,69 @@ def cmd_export(args):
     print(f"{count} rows written to {path} ({args.format})")
 
 
-def cmd_roster(args):
+def cmd_roster(course, args):
     from .roster import RosterError, format_roster, import_roster, load_roster
-    course_dir = Path(args.course_dir)
     if args.action == "import":
         if not args.file:
             raise SystemExit("roster import: name the CSV file (columns id, first_name, last_name, email, lms_user_id)")
         try:
-            added, updated = import_roster(args.file, course_dir)
+            added, updated = import_roster(course, args.file)
         except RosterError as error:
             raise SystemExit(f"roster import: {error}")
-        print(f"roster: {added} added, {updated} updated; {len(load_roster(course_dir))} students on the roster")
+        print(f"roster: {added} added, {updated} updated; {len(load_roster(course))} students on the roster")
     else:
-        students = load_roster(course_dir)
+        students = load_roster(course)
         if students is None:
             raise SystemExit("no roster imported yet: python -m grader roster import FILE.csv")
         print(format_roster(students))
 
 
-def cmd_report(args):
+def cmd_report(course, args):
     from .report import build_report
-    [aid] = _ids([args.id])
+    [aid] = _ids(course, [args.id])
     try:
-        print(f"report written to {build_report(aid, course_dir=Path(args.course_dir))}")
+        print(f"report written to {build_report(course, aid)}")
     except FileNotFoundError as error:
         raise SystemExit(f"report: {error}")
 
 
-def cmd_publish(args):
+def cmd_publish(course, args):
     from .publish import publish
-    return publish(Path(args.dest), force=args.force, assignments=args.ids or None)
+    return publish(course, Path(args.dest), force=args.force, assignments=args.ids or None)
 
 
-def cmd_demo(args):
+def cmd_demo(course, args):
     from .demo import run_demo
-    return 0 if run_demo(_ids(args.ids)) else 1
+    return 0 if run_demo(course, _ids(course, args.ids)) else 1
+
+
+def _grading_folder(parser):
+    parser.add_argument("--course-dir", default=None, metavar="FOLDER",
+                        help="the grading folder: gradebook, submitted/, autograded/, feedback/ (default: course/)")
 
 
 def build_parser():
     """The command line: one sub-command (verb) per step of the workflow."""
-    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__.split("\n\n")[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
     p = verbs.add_parser("sync", help="refresh provided cells and the device helper in solutions/ "
                                          "(and, without ids, lectures/) from grader/provided/")
-    p.add_argument("ids", nargs="*"); p.set_defaults(run=cmd_sync)
+    p.add_argument("ids", nargs="*")
+    p.set_defaults(run=cmd_sync)
     p = verbs.add_parser("release", help="regenerate assignments/ from solutions/ (always overwriting)")
-    p.add_argument("ids", nargs="*"); p.set_defaults(run=cmd_release)
+    p.add_argument("ids", nargs="*")
+    p.set_defaults(run=cmd_release)
     p = verbs.add_parser("check", help="quality gate: solution full, release zero, release fresh, mutants caught")
     p.add_argument("ids", nargs="*")
     p.add_argument("--skip-release-run", action="store_true", help="skip (b), the kernel run of the release")
     p.add_argument("--device", default=None,
                    help="create the tests' tensors on this device, e.g. cuda (default: cpu)")
-    p.add_argument("--quiet", action="store_true"); p.set_defaults(run=cmd_check)
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(run=cmd_check)
     p = verbs.add_parser("autograde", help="grade an LMS download (zip or folder), nbgrader's submitted/ "
                                             "or exchange folder, or a folder of notebooks")
-    p.add_argument("id"); p.add_argument("submissions", metavar="SOURCE")
+    p.add_argument("id")
+    p.add_argument("submissions", metavar="SOURCE")
     p.add_argument("--lms", default="auto", choices=["auto", "canvas", "moodle", "blackboard", "nbgrader", "folder"],
                    help="how the download names files (default: auto, the preset that reads the most names)")
     p.add_argument("--pattern", default=None, help="regular expression over each file's path in the download, "
@@ -162,8 +172,9 @@ def build_parser():
                    "(this machine's time zone) or with an offset")
     p.add_argument("--late-penalty", default=None, help="none | zero | N%%/day (default: nbgrader_config.py's "
                    "late-submission plugin, which is none)")
-    p.add_argument("--course-dir", default=str(COURSE_DIR))
-    p.add_argument("--cell-timeout", type=int, default=None, help="seconds per cell (default 60)")
+    _grading_folder(p)
+    p.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S,
+                   help=f"seconds per cell (default {CELL_TIMEOUT_S})")
     p.add_argument("--total-timeout", type=int, default=None, help="seconds per notebook")
     p.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: core count)")
     p.add_argument("--unsandboxed", action="store_true", help="run kernels without bubblewrap (trusted only)")
@@ -174,37 +185,44 @@ def build_parser():
     p.add_argument("--scheduler", default=None, help="address of a running Dask scheduler (implies --dask)")
     p.set_defaults(run=cmd_autograde)
     p = verbs.add_parser("feedback", help="HTML feedback per student, hidden tests removed")
-    p.add_argument("id"); p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_feedback)
+    p.add_argument("id")
+    _grading_folder(p)
+    p.set_defaults(run=cmd_feedback)
     p = verbs.add_parser("export", help="grades as CSV: long, wide (one row per student), canvas or moodle import")
     p.add_argument("ids", nargs="*")
     p.add_argument("--format", default="long", choices=["long", "wide", "canvas", "moodle"])
     p.add_argument("--output", default=None, help="the CSV file (default: course/grades-FORMAT.csv)")
-    p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_export)
+    _grading_folder(p)
+    p.set_defaults(run=cmd_export)
     p = verbs.add_parser("roster", help="the class list: `roster import FILE.csv` or `roster show`")
-    p.add_argument("action", choices=["import", "show"]); p.add_argument("file", nargs="?")
-    p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_roster)
+    p.add_argument("action", choices=["import", "show"])
+    p.add_argument("file", nargs="?")
+    _grading_folder(p)
+    p.set_defaults(run=cmd_roster)
     p = verbs.add_parser("report", help="class report: score histogram, failure rate per test, not graded")
-    p.add_argument("id"); p.add_argument("--course-dir", default=str(COURSE_DIR)); p.set_defaults(run=cmd_report)
+    p.add_argument("id")
+    _grading_folder(p)
+    p.set_defaults(run=cmd_report)
     p = verbs.add_parser("publish", help="write the student-facing course (no answer key) as a repository in DEST")
-    p.add_argument("dest"); p.add_argument("--force", action="store_true", help="replace DEST if it exists")
+    p.add_argument("dest")
+    p.add_argument("--force", action="store_true", help="replace DEST if it exists")
     p.add_argument("ids", nargs="*", help="the assignments to publish (default: every released one)")
     p.set_defaults(run=cmd_publish)
     p = verbs.add_parser("demo", help="release, grade sample submissions, feedback, CSV, in out/demo/")
-    p.add_argument("ids", nargs="*"); p.set_defaults(run=cmd_demo)
+    p.add_argument("ids", nargs="*")
+    p.set_defaults(run=cmd_demo)
     return parser
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    if getattr(args, "course_dir", None):   # nbgrader and SQLite need it absolute (`--course-dir course`)
-        args.course_dir = str(Path(args.course_dir).resolve())
-    if getattr(args, "scheduler", None):
-        args.dask = True
+    try:
+        course = Course.find(grading_dir=getattr(args, "course_dir", None))
+    except CourseNotFound as error:
+        raise SystemExit(f"grader: {error}") from None
     import logging
     logging.getLogger("traitlets").setLevel(logging.WARNING)   # nbgrader's INFO lines are noise here
-    from .course import ensure_venv_bin_on_path
-    ensure_venv_bin_on_path()
-    return args.run(args) or 0
+    return args.run(course, args) or 0
 
 
 if __name__ == "__main__":

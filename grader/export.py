@@ -19,7 +19,8 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .course import COURSE_DIR, gradebook_url
+from . import compat
+from .submission import Status
 
 FORMATS = ("long", "wide", "canvas", "moodle")
 
@@ -29,7 +30,7 @@ class Entry:
     """One student's result for one assignment."""
     student: str
     assignment: str
-    status: str                     # graded | not graded | missing
+    status: Status                  # GRADED, NOT_GRADED or MISSING
     total: float | None = None      # after the penalty
     raw_total: float | None = None
     max_score: float = 0.0
@@ -41,16 +42,14 @@ class Entry:
     cells: dict = field(default_factory=dict)
 
 
-def gather(course_dir=COURSE_DIR, assignment_ids=None):
+def gather(course, assignment_ids=None):
     """(people, assignment names, {(student, assignment): Entry}) from the gradebook; people are
     the roster when one was imported, else every student in the gradebook."""
-    from nbgrader.api import Gradebook
-
     from .roster import RosterStudent, roster_ids
-    roster = roster_ids(course_dir)
-    outcomes = _lms_late_flags(course_dir)
+    roster = roster_ids(course)
+    outcomes = _lms_late_flags(course)
     entries, people = {}, {}
-    with warnings.catch_warnings(), Gradebook(gradebook_url(course_dir)) as gb:
+    with warnings.catch_warnings(), compat.gradebook(course.db_url) as gb:
         warnings.simplefilter("ignore")
         for s in gb.students:
             people[s.id] = RosterStudent.from_gradebook(s)
@@ -63,7 +62,7 @@ def gather(course_dir=COURSE_DIR, assignment_ids=None):
                              for nb in submission.notebooks for g in nb.grades)
                 penalty = float(submission.late_submission_penalty or 0)
                 seconds = submission.total_seconds_late
-                entry = Entry(sid, assignment.name, "graded" if graded else "not graded",
+                entry = Entry(sid, assignment.name, Status.GRADED if graded else Status.NOT_GRADED,
                               total=max(0.0, submission.score - penalty), raw_total=submission.score,
                               max_score=assignment.max_score, penalty=penalty, seconds_late=seconds,
                               submitted_at=submission.timestamp.isoformat() + "Z" if submission.timestamp else "",
@@ -78,14 +77,14 @@ def gather(course_dir=COURSE_DIR, assignment_ids=None):
     ids = roster if roster is not None else sorted(people)
     for sid in ids:
         for name in names:
-            entries.setdefault((sid, name), Entry(sid, name, "missing", max_score=max_scores[name]))
+            entries.setdefault((sid, name), Entry(sid, name, Status.MISSING, max_score=max_scores[name]))
     return [people.get(i, RosterStudent(i)) for i in ids], names, entries
 
 
-def _lms_late_flags(course_dir):
+def _lms_late_flags(course):
     """Late flags an LMS gave (Canvas's _LATE_), kept with the outcomes."""
     flags = {}
-    for path in sorted((Path(course_dir) / "outcomes").glob("*.json")):
+    for path in sorted((course.grading_dir / "outcomes").glob("*.json")):
         for student, outcome in json.loads(path.read_text()).items():
             if outcome.get("late"):
                 flags[(path.stem, student)] = True
@@ -120,7 +119,7 @@ def rows_wide(people, names, entries):
         mine = [entries[(person.id, name)] for name in names]
         rows.append([person.id] + [_number(e.total) for e in mine]
                     + [" ".join(e.assignment for e in mine if e.late),
-                       " ".join(e.assignment for e in mine if e.status == "missing"),
+                       " ".join(e.assignment for e in mine if e.status == Status.MISSING),
                        " ".join(e.assignment for e in mine if e.provisional)])
     return header, rows
 
@@ -143,11 +142,11 @@ def rows_moodle(people, names, entries):
     return header, rows
 
 
-def export(path, fmt="long", course_dir=COURSE_DIR, assignment_ids=None):
+def export(course, path, fmt="long", assignment_ids=None):
     """Write the CSV; returns (path, data rows, warnings for the instructor)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    people, names, entries = gather(course_dir, assignment_ids)
+    people, names, entries = gather(course, assignment_ids)
     header, rows = {"long": rows_long, "wide": rows_wide, "canvas": rows_canvas, "moodle": rows_moodle}[fmt](
         people, names, entries)
     notes = []

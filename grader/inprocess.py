@@ -11,7 +11,7 @@ import linecache
 import os
 import warnings
 
-from . import notebook as nbtools
+from . import cells
 from .provided import checks_source
 from .runtime.record import TestRecorder, describe_exception
 from .sandbox import GRADED_RUN_ENV
@@ -99,23 +99,23 @@ def _run(nb, replacements, keep_expected, rng_seed=None):
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
-            if nbtools.is_test_cell(cell):
-                gid = nbtools.grade_id(cell)
+            if cells.is_test_cell(cell):
+                gid = cells.grade_id(cell)
                 records[gid] = recorder.run_test(gid, cell.source, namespace)
                 continue
             filename = f"<cell {index}>"
             linecache.cache[filename] = (len(cell.source), None, cell.source.splitlines(True), filename)
             try:
                 exec(compile(cell.source, filename, "exec"), namespace)
-            except BaseException as error:  # noqa: BLE001 - a broken cell is a result, not a crash
+            except BaseException as error:  # a broken cell is a result, not a crash
                 if isinstance(error, KeyboardInterrupt):
                     raise
                 errors.append((index, describe_exception(error)))
-            defined = nbtools.defined_names(cell.source) or set()
+            defined = cells.defined_names(cell.source) or set()
             for names, source in [item for item in pending if defined & set(item[0])]:
                 exec(compile(source, f"<replacement {','.join(names)}>", "exec"), namespace)
                 pending.remove((names, source))
-            if rng_seed is not None and nbtools.is_answer_cell(cell):
+            if rng_seed is not None and cells.is_answer_cell(cell):
                 _perturb_rng(namespace, defined, rng_seed, index)
             plt.close("all")
     if pending:

@@ -30,11 +30,6 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from .course import REPO   # the course found from the current directory
-
-CATALOGUE_DIR = REPO / "mutants"
-ALTERNATIVES_DIR = REPO / "alternatives"
-
 
 @dataclass
 class Mutant:
@@ -115,12 +110,13 @@ def _entries(path, marker):
     return found
 
 
-def load_catalogue(assignment_id, directory=CATALOGUE_DIR):
-    return [Mutant(name, replaces, bug, source, fails)
-            for name, (replaces, bug, fails), source in _entries(Path(directory) / f"{assignment_id}.py", "__mutant__")]
+def load_catalogue(course, assignment_id):
+    """The mutants of mutants/<assignment id>.py."""
+    return [Mutant(name, replaces, bug, source, fails) for name, (replaces, bug, fails), source
+            in _entries(course.mutants_dir / f"{assignment_id}.py", "__mutant__")]
 
 
-def load_alternatives(assignment_id, directory=ALTERNATIVES_DIR):
-    return [Alternative(name, replaces, how, source, cpu_only)
-            for name, (replaces, how, cpu_only), source in _entries(Path(directory) / f"{assignment_id}.py",
-                                                                    "__alternative__")]
+def load_alternatives(course, assignment_id):
+    """The correct alternatives of alternatives/<assignment id>.py."""
+    return [Alternative(name, replaces, how, source, cpu_only) for name, (replaces, how, cpu_only), source
+            in _entries(course.alternatives_dir / f"{assignment_id}.py", "__alternative__")]

@@ -47,8 +47,8 @@ class CoursePipeline(NbGraderPreprocessor):
         assignment, student = resources["nbgrader"]["assignment"], resources["nbgrader"]["student"]
         coursedir = self._coursedir()
         submitted = Path(coursedir.format_path(coursedir.submitted_directory, student, assignment))
-        course_dir = Path(coursedir.submitted_directory).parent
-        if Path(coursedir.autograded_directory).resolve() != (course_dir / "autograded").resolve():
+        grading_dir = Path(coursedir.submitted_directory).parent   # the course's grading folder
+        if Path(coursedir.autograded_directory).resolve() != (grading_dir / "autograded").resolve():
             raise CoursePipelineError(
                 f"the course pipeline writes course/autograded next to course/submitted, but this nbgrader "
                 f"configuration autogrades into {coursedir.autograded_directory}: use the course's "
@@ -58,7 +58,7 @@ class CoursePipeline(NbGraderPreprocessor):
             shutil.copytree(submitted, Path(tmp) / student / assignment,
                             ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
             command = [sys.executable, "-m", "grader", "autograde", assignment, tmp, "--lms", "nbgrader",
-                       "--course-dir", str(course_dir), "--workers", "1"]
+                       "--course-dir", str(grading_dir), "--workers", "1"]
             self.log.info("Grading %s for %s with the course's sandboxed pipeline: python -m grader autograde ...",
                           assignment, student)
             # run from the course's root, so it finds that course; with this grader package importable
@@ -74,7 +74,7 @@ class CoursePipeline(NbGraderPreprocessor):
                          if not PROGRESS_BAR.match(line))
         for line in said.splitlines():
             self.log.info("  %s", line)
-        graded = course_dir / "autograded" / student / assignment / f"{assignment}.ipynb"
+        graded = grading_dir / "autograded" / student / assignment / f"{assignment}.ipynb"
         if run.returncode != 0 or not graded.exists():
             # nbgrader removed the old autograded copy before calling us: none there means not graded
             why = said.splitlines()[-12:] if said else [f"exit status {run.returncode}"]

@@ -24,12 +24,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import notebook as nbtools
-from .course import RELEASE_DIR, REPO, SOURCE_DIR
+from . import cells
 
 MARKER = ".course-publish.json"            # in DEST: what was published, from which commit
-TEMPLATE = REPO / "docs" / "student-readme.md"
-SYLLABUS = REPO / "docs" / "syllabus.md"     # the one source of the syllabus table
+TEMPLATE = Path("docs") / "student-readme.md"  # in the course: the student README, to fill in
+SYLLABUS = Path("docs") / "syllabus.md"        # in the course: the one source of the syllabus table
 PLACEHOLDER_REPO = "OWNER/attention-course"  # in the syllabus's Colab links until publish fills it in
 PUBLISHED_NAMES = {MARKER, ".gitignore", "README.md", "LICENSE", "environment.yml", "requirements.txt",
                    "lectures", "assignments", "docs"}
@@ -41,22 +40,22 @@ class PublishError(RuntimeError):
     pass
 
 
-def released_ids():
+def released_ids(course):
     """Assignments with a release notebook in assignments/, in order."""
-    return sorted(p.name for p in RELEASE_DIR.iterdir() if (p / f"{p.name}.ipynb").is_file()) \
-        if RELEASE_DIR.is_dir() else []
+    folder = course.release_dir
+    return sorted(p.name for p in folder.iterdir() if (p / f"{p.name}.ipynb").is_file()) if folder.is_dir() else []
 
 
-def publish(dest, force=False, assignments=None, public_repo=None, commit=True):
+def publish(course, dest, force=False, assignments=None, public_repo=None, commit=True):
     """Write the student course into `dest` (see the module's docstring); returns 0 (the CLI's exit
     status). `assignments`: the ids to publish (default: every released one); `public_repo`:
     OWNER/NAME of the public repository for the Colab links (default: $GRADER_PUBLIC_REPO, else the
     GitHub remote `origin` of DEST, else the placeholder)."""
     dest = Path(dest).expanduser().resolve()
-    ids = _choose(assignments)
-    _check_destination(dest, force)
+    ids = _choose(course, assignments)
+    _check_destination(course.root, dest, force)
     try:
-        syllabus = syllabus_table()      # before anything in DEST is touched
+        syllabus = syllabus_table(course.root / SYLLABUS)      # before anything in DEST is touched
     except PublishError as error:
         raise SystemExit(f"publish: {error}") from error
     public_repo = public_repo or os.environ.get("GRADER_PUBLIC_REPO") or _github_remote(dest)
@@ -65,27 +64,27 @@ def publish(dest, force=False, assignments=None, public_repo=None, commit=True):
         if entry.name != ".git":
             shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
 
-    lectures = sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb"))
+    lectures = sorted(course.lectures_dir.glob("[0-9][0-9]_*.ipynb"))
     for path in lectures:
         _copy(path, dest / "lectures" / path.name)
     for aid in ids:
-        for path in sorted((RELEASE_DIR / aid).rglob("*")):
+        for path in sorted((course.release_dir / aid).rglob("*")):
             if path.is_file() and not _ignored(path):
-                _copy(path, dest / "assignments" / aid / path.relative_to(RELEASE_DIR / aid))
-    readme = student_readme(ids, public_repo or PLACEHOLDER_REPO, syllabus)
+                _copy(path, dest / "assignments" / aid / path.relative_to(course.release_dir / aid))
+    readme = student_readme(course, ids, public_repo or PLACEHOLDER_REPO, syllabus)
     (dest / "README.md").write_text(readme)
     for image in sorted(set(re.findall(r"docs/img/[\w.-]+\.png", readme))):
-        _copy(REPO / image, dest / image)
-    _copy(REPO / "LICENSE", dest / "LICENSE")
-    _write_environment(dest)
+        _copy(course.root / image, dest / image)
+    _copy(course.root / "LICENSE", dest / "LICENSE")
+    _write_environment(course, dest)
     (dest / ".gitignore").write_text(".ipynb_checkpoints/\n__pycache__/\n.venv/\n*.pyc\n.DS_Store\n")
 
-    leaks = self_check(dest, ids)
+    leaks = self_check(course, dest, ids)
     if leaks:
         raise SystemExit("publish: stopped, answer-key text would be published (nothing committed; run "
                          "`python -m grader release` and check the releases):\n  " + "\n  ".join(leaks[:10]))
-    provided = provided_answers(ids)
-    source = _git(REPO, "rev-parse", "--short", "HEAD")
+    provided = provided_answers(course, ids)
+    source = _git(course.root, "rev-parse", "--short", "HEAD")
     (dest / MARKER).write_text(json.dumps({"assignments": ids, "lectures": [p.name for p in lectures]},
                                           indent=1) + "\n")
     committed = _commit(dest, ids, source) if commit else None
@@ -103,21 +102,21 @@ def publish(dest, force=False, assignments=None, public_repo=None, commit=True):
     return 0
 
 
-def _choose(assignments):
-    known = released_ids()
+def _choose(course, assignments):
+    known = released_ids(course)
     ids = list(assignments or known)
     unknown = [a for a in ids if a not in known]
     if unknown:
-        raise SystemExit(f"publish: no release of {', '.join(unknown)} in {RELEASE_DIR} "
+        raise SystemExit(f"publish: no release of {', '.join(unknown)} in {course.release_dir} "
                          f"(run `python -m grader release ID` first); released: {', '.join(known) or 'none'}")
     return sorted(ids)
 
 
-def _check_destination(dest, force):
-    if dest == REPO or REPO.is_relative_to(dest):
+def _check_destination(repo, dest, force):
+    if dest == repo or repo.is_relative_to(dest):
         raise SystemExit(f"publish: {dest} is the instructor repository or holds it; choose a new folder, "
                          "e.g. ../attention-course-public")
-    if dest.is_relative_to(REPO) and not dest.is_relative_to(REPO / "out"):
+    if dest.is_relative_to(repo) and not dest.is_relative_to(repo / "out"):
         raise SystemExit(f"publish: {dest} is inside the instructor repository, where git would see it; "
                          "choose a folder outside it (or under out/)")
     if dest == Path.home() or dest == Path(dest.anchor):
@@ -149,11 +148,11 @@ def _copy(source, target):
 
 # ---- the student README and environment ----
 
-def syllabus_table(path=None):
+def syllabus_table(path):
     """The syllabus table of docs/syllabus.md (its first Markdown table), with its relative links
     (`../lectures/...`, written from docs/) made relative to the repository's root, where the
     student README lives."""
-    path = Path(path) if path is not None else SYLLABUS
+    path = Path(path)
     if not path.is_file():
         raise PublishError(f"{path} is missing: it holds the syllabus table for the student README")
     table = []
@@ -167,24 +166,24 @@ def syllabus_table(path=None):
     return re.sub(r"\]\(\.\./", "](", "\n".join(table))
 
 
-def student_readme(ids, public_repo=PLACEHOLDER_REPO, syllabus=None):
+def student_readme(course, ids, public_repo=PLACEHOLDER_REPO, syllabus=None):
     """docs/student-readme.md filled in: the published assignments and the syllabus table, whose
     rows of assignments not published yet keep their lecture but lose the assignment's links."""
-    syllabus = syllabus if syllabus is not None else syllabus_table()
-    for aid in released_ids():
+    syllabus = syllabus if syllabus is not None else syllabus_table(course.root / SYLLABUS)
+    colab = r"https://colab\.research\.google\.com/github/[^)]*"
+    for aid in released_ids(course):
         if aid not in ids:
             syllabus = re.sub(rf"\[{aid}\]\(assignments/{aid}/{aid}\.ipynb\)", f"{aid} (not released yet)", syllabus)
-            syllabus = re.sub(rf" · \[[^\]]*\]\(https://colab\.research\.google\.com/github/[^)]*/assignments/{aid}/[^)]*\)",
-                              "", syllabus)
-    text = TEMPLATE.read_text()
+            syllabus = re.sub(rf" · \[[^\]]*\]\({colab}/assignments/{aid}/[^)]*\)", "", syllabus)
+    text = (course.root / TEMPLATE).read_text()
     text = text.replace("{{SYLLABUS}}", syllabus).replace("{{ASSIGNMENTS}}", ", ".join(ids) or "none yet")
     return text.replace(PLACEHOLDER_REPO, public_repo)
 
 
-def _write_environment(dest):
+def _write_environment(course, dest):
     """requirements.txt: the pinned student set; environment.yml: conda with it (no constraints file:
     every package the students get is pinned here, torch included)."""
-    pins = [line for line in (REPO / "requirements-student.txt").read_text().splitlines()
+    pins = [line for line in (course.root / "requirements-student.txt").read_text().splitlines()
             if line.strip() and not line.lstrip().startswith("#")]
     (dest / "requirements.txt").write_text(
         "# What the notebooks need (torch, matplotlib, tqdm) and JupyterLab to open them, pinned.\n"
@@ -197,10 +196,10 @@ def _write_environment(dest):
 
 # ---- what must never be published ----
 
-def solution_blocks(assignment_id):
+def solution_blocks(course, assignment_id):
     """The solution regions of a source notebook, each as its code lines (stripped, without blank
     and comment-only lines); one-line answers are left out (an idiom, not a key)."""
-    nb = nbtools.read(nbtools.notebook_path(SOURCE_DIR, assignment_id))
+    nb = cells.read(course.source_notebook(assignment_id))
     blocks = []
     for cell in nb.cells:
         for match in SOLUTION.finditer(cell.source):
@@ -221,31 +220,29 @@ def contains_block(lines, block):
 def notebook_lines(path):
     """A notebook's code lines, cell by cell (a block never spans two cells)."""
     lines = []
-    for cell in nbtools.read(path).cells:
+    for cell in cells.read(path).cells:
         lines += code_lines(cell.source) + ["\0"]
     return lines
 
 
-def provided_answers(ids):
+def provided_answers(course, ids):
     """(earlier assignment, published assignment, provided file) where a published release carries
     an earlier assignment's answers as provided code (grader/provided/), as a4 carries a2's model."""
     from .provided import provided_source
     found = []
     for later in ids:
-        nb = nbtools.read(nbtools.notebook_path(RELEASE_DIR, later))
-        for name in sorted({nbtools.provided_file(c) for c in nb.cells if nbtools.provided_file(c)}):
+        nb = cells.read(course.release_notebook(later))
+        for name in sorted({cells.provided_file(c) for c in nb.cells if cells.provided_file(c)}):
             provided = code_lines(provided_source(name))
-            for earlier in [p.name for p in sorted(SOURCE_DIR.iterdir()) if p.name != later]:
-                if not nbtools.notebook_path(SOURCE_DIR, earlier).exists():
-                    continue
+            for earlier in [aid for aid in course.assignment_ids() if aid != later]:
                 # most of an answer's lines in the provided file: the answer, give or take a rewording
                 if any(sum(line in provided for line in block) >= 0.6 * len(block)
-                       for block in solution_blocks(earlier)):
+                       for block in solution_blocks(course, earlier)):
                     found.append((earlier, later, f"grader/provided/{name}"))
     return found
 
 
-def self_check(dest, ids):
+def self_check(course, dest, ids):
     """Cheap last look before committing: no nbgrader solution or hidden-test markers anywhere; in
     each published release, no line only its hidden tests have and no block of its own solution.
     (tests/test_publish.py proves more, independently.)"""
@@ -256,12 +253,12 @@ def self_check(dest, ids):
             problems += [f"{path.relative_to(dest)}: '{m}' marker" for m in MARKERS if m in text]
     for aid in ids:
         release = dest / "assignments" / aid / f"{aid}.ipynb"
-        secret = nbtools.secret_lines(nbtools.read(nbtools.notebook_path(SOURCE_DIR, aid)))
-        shown = {line.strip() for cell in nbtools.read(release).cells for line in cell.source.splitlines()}
+        secret = cells.secret_lines(cells.read(course.source_notebook(aid)))
+        shown = {line.strip() for cell in cells.read(release).cells for line in cell.source.splitlines()}
         problems += [f"assignments/{aid}: hidden test line: {line[:60]}" for line in sorted(secret & shown)[:3]]
         own = notebook_lines(release)
         problems += [f"assignments/{aid}: its own solution: {block[0][:60]}"
-                     for block in solution_blocks(aid) if contains_block(own, block)]
+                     for block in solution_blocks(course, aid) if contains_block(own, block)]
     return problems
 
 
@@ -296,7 +293,8 @@ def _commit(dest, ids, source):
     message = (f"Publish the course: lectures, {', '.join(ids) or 'no assignments'}"
                + (f" (instructor commit {source})" if source else ""))
     _git(dest, *identity, "commit", "--quiet", "-m", message, check=True)
-    head = f"git: committed {_git(dest, 'rev-parse', '--short', 'HEAD')} on {_git(dest, 'rev-parse', '--abbrev-ref', 'HEAD')}"
+    commit, branch = _git(dest, "rev-parse", "--short", "HEAD"), _git(dest, "rev-parse", "--abbrev-ref", "HEAD")
+    head = f"git: committed {commit} on {branch}"
     if _git(dest, "remote", "get-url", "origin"):
         return f"{head}; push it: git -C {dest} push"
     return (f"{head}; push it to the public repository: git -C {dest} remote add origin "

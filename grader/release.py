@@ -9,8 +9,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import notebook as nbtools
-from .course import RELEASE_DIR, REPO, SOURCE_DIR, ensure_venv_bin_on_path, nbgrader_api
+from . import cells
 from .provided import provided_source
 
 
@@ -20,18 +19,18 @@ class ReleaseError(RuntimeError):
 
 def stale_provided_cells(nb):
     """(grade id, file) of each provided cell whose source differs from grader/provided/."""
-    return [(nbtools.grade_id(cell), name) for cell in nb.cells
-            if (name := nbtools.provided_file(cell)) and cell.source != provided_source(name).strip("\n")]
+    return [(cells.grade_id(cell), name) for cell in nb.cells
+            if (name := cells.provided_file(cell)) and cell.source != provided_source(name).strip("\n")]
 
 
-def sync_provided(assignment_id):
+def sync_provided(course, assignment_id):
     """Rewrite the provided cells and the device helper region of a source notebook; returns the
     files it refreshed."""
-    path = nbtools.notebook_path(SOURCE_DIR, assignment_id)
-    nb = nbtools.read(path)
+    path = course.source_notebook(assignment_id)
+    nb = cells.read(path)
     stale = stale_provided_cells(nb)
     for cell in nb.cells:
-        if name := nbtools.provided_file(cell):
+        if name := cells.provided_file(cell):
             cell.source = provided_source(name).strip("\n")
     device_refreshed = apply_device_helper(nb)
     if stale or device_refreshed:
@@ -45,8 +44,8 @@ DEVICE_FILE = "device.py"
 DEVICE_BEGIN = "# --- device helper: grader/provided/device.py (do not edit) ---"
 DEVICE_END = "# --- end of device helper ---"
 DEVICE_CALL = "device = pick_device()"
-LECTURES_DIR = REPO / "lectures"
-_REGION = re.compile(re.escape(DEVICE_BEGIN) + r".*?" + re.escape(DEVICE_END) + r"(\n" + re.escape(DEVICE_CALL) + r"(?=\n|$))?",
+_REGION = re.compile(re.escape(DEVICE_BEGIN) + r".*?" + re.escape(DEVICE_END)
+                     + r"(\n" + re.escape(DEVICE_CALL) + r"(?=\n|$))?",
                      re.S)
 _OLD_DEVICE_LINE = re.compile(r"^device\s*=.*\bcuda\b.*$", re.M)   # `device = "cuda" if ... else "cpu"`
 
@@ -140,72 +139,69 @@ def apply_progress_helper(nb):
         if cell.cell_type != "code" or PROGRESS_BEGIN not in cell.source:
             continue
         if PROGRESS_END not in cell.source:
-            raise ReleaseError(f"the progress-bar region has no end marker ({PROGRESS_END!r}); restore it, then sync again")
+            raise ReleaseError(f"the progress-bar region has no end marker ({PROGRESS_END!r}); "
+                               "restore it, then sync again")
         new = _PROGRESS_REGION.sub(lambda _: progress_helper_source(), cell.source, count=1)
         changed, cell.source = changed or new != cell.source, new
     return changed
 
 
-def lecture_paths():
-    return sorted(LECTURES_DIR.glob("[0-9][0-9]_*.ipynb"))
+def lecture_paths(course):
+    return sorted(course.lectures_dir.glob("[0-9][0-9]_*.ipynb"))
 
 
-def sync_lectures():
+def sync_lectures(course):
     """Refresh the device helper and the progress bar of every lecture; returns the names of the
     lectures it rewrote."""
     rewritten = []
-    for path in lecture_paths():
-        nb = nbtools.read(path)
+    for path in lecture_paths(course):
+        nb = cells.read(path)
         if apply_device_helper(nb) | apply_progress_helper(nb):
             nbformat.write(nb, str(path))
             rewritten.append(path.name)
     return rewritten
 
 
-def stale_device_helpers(paths=None):
+def stale_device_helpers(course, paths=None):
     """(path, problem) of each notebook whose device helper is missing or differs from
     grader/provided/device.py; by default every lecture, solution and release notebook."""
     if paths is None:
-        paths = lecture_paths() + sorted(SOURCE_DIR.glob("*/*.ipynb")) + sorted(RELEASE_DIR.glob("*/*.ipynb"))
+        paths = (lecture_paths(course) + sorted(course.source_dir.glob("*/*.ipynb"))
+                 + sorted(course.release_dir.glob("*/*.ipynb")))
     problems = []
     for path in paths:
-        problem = device_helper_problem(nbtools.read(path))
+        problem = device_helper_problem(cells.read(path))
         if problem:
             problems.append((Path(path), problem))
     return problems
 
 
-def generate_release(assignment_id, release_dir, db_url=None, course_dir=None):
-    """Run nbgrader's generate_assignment from solutions/ into release_dir (forced)."""
-    ensure_venv_bin_on_path()
-    overrides = {"release_dir": Path(release_dir)}
-    if course_dir is not None:
-        overrides.update(course_dir=Path(course_dir), root=Path(course_dir))
-    if db_url is not None:
-        overrides["db_url"] = db_url
-    api = nbgrader_api(**overrides)
+def generate_release(course, assignment_id, release_dir, db_url=None):
+    """Run nbgrader's generate_assignment from solutions/ into release_dir (forced), recording the
+    assignment in the gradebook at `db_url` (default: the course's)."""
+    api = course.nbgrader_api(release_dir=Path(release_dir), db_url=db_url)
     result = api.generate_assignment(assignment_id, force=True, create=True)
     if not result.get("success"):
         raise ReleaseError(f"nbgrader could not generate {assignment_id}:\n{result.get('error') or result.get('log')}")
     return Path(release_dir) / assignment_id
 
 
-def release(assignment_id):
+def release(course, assignment_id):
     """Sync provided cells, then regenerate assignments/<id> (and the course gradebook's
     record of the assignment)."""
-    sync_provided(assignment_id)
-    target = RELEASE_DIR / assignment_id
+    sync_provided(course, assignment_id)
+    target = course.release_dir / assignment_id
     if target.exists():
         shutil.rmtree(target)   # nbgrader skips an existing release unless forced; be explicit
-    return generate_release(assignment_id, RELEASE_DIR)
+    return generate_release(course, assignment_id, course.release_dir)
 
 
-def release_differences(assignment_id):
+def release_differences(course, assignment_id):
     """Files of assignments/<id> that differ from what `release` would write now."""
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = generate_release(assignment_id, Path(tmp) / "release", course_dir=Path(tmp) / "course",
-                                 db_url=f"sqlite:///{tmp}/gradebook.db")
-        committed = RELEASE_DIR / assignment_id
+        scratch = course.with_grading_dir(Path(tmp) / "course")
+        fresh = generate_release(scratch, assignment_id, Path(tmp) / "release", db_url=f"sqlite:///{tmp}/gradebook.db")
+        committed = course.release_dir / assignment_id
         names = {p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file()}
         if committed.exists():
             names |= {p.relative_to(committed) for p in committed.rglob("*") if p.is_file()}

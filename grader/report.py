@@ -5,10 +5,30 @@ import base64
 import html
 import io
 import json
-from pathlib import Path
 
-from . import notebook as nbtools
-from .course import COURSE_DIR, RELEASE_DIR
+from . import cells
+from .submission import Status
+
+
+def save_outcomes(course, assignment_id, submissions):
+    """Keep each student's latest outcome (the gradebook has scores, not reasons) for the class
+    report; `missing` never replaces a graded or not-graded outcome."""
+    path = course.grading_dir / "outcomes" / f"{assignment_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    known = json.loads(path.read_text()) if path.exists() else {}
+    kept = (Status.GRADED, Status.NOT_GRADED)
+    known.update({s.student: s.summary() for s in submissions
+                  if not (s.status == Status.MISSING and known.get(s.student, {}).get("status") in kept)})
+    path.write_text(json.dumps(known, indent=1, sort_keys=True))
+
+
+def load_outcomes(course, assignment_id):
+    """The saved outcomes of an assignment, by student (FileNotFoundError before any autograde)."""
+    path = course.grading_dir / "outcomes" / f"{assignment_id}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"no graded submissions for {assignment_id} in {course.grading_dir} "
+                                "(run autograde first)")
+    return json.loads(path.read_text())
 
 
 def _png(figure):
@@ -28,12 +48,14 @@ def class_figure(scores, not_graded, tests, rates, max_score):
     figure, (left, right) = plt.subplots(1, 2, figsize=(10 + label_inches, 0.8 + max(3.0, 0.28 * len(names))),
                                          layout="constrained")
     left.hist(scores, bins=range(0, int(max_score) + 2), color="#4c72b0", align="left")
-    left.set_xlabel(f"auto-graded score (of {max_score:g})"); left.set_ylabel("students")
+    left.set_xlabel(f"auto-graded score (of {max_score:g})")
+    left.set_ylabel("students")
     left.yaxis.set_major_locator(MaxNLocator(integer=True))     # counts: whole students
     left.xaxis.set_major_locator(MaxNLocator(integer=True))
     left.set_title(f"{len(scores)} graded, {not_graded} not graded")
     right.barh(names[::-1], rates[::-1], color="#dd8452")
-    right.set_xlim(0, 1); right.set_xlabel("fraction of graded students failing")
+    right.set_xlim(0, 1)
+    right.set_xlabel("fraction of graded students failing")
     right.set_title("which tests the class fails")
     return figure
 
@@ -49,19 +71,17 @@ def _late(outcome):
     return text + (f", -{outcome['penalty']:g} points" if outcome.get("penalty") else "")
 
 
-def build_report(assignment_id, course_dir=COURSE_DIR):
+def build_report(course, assignment_id):
+    """<grading folder>/reports/<id>.html from the saved outcomes of the last autograde runs."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    path = Path(course_dir) / "outcomes" / f"{assignment_id}.json"
-    if not path.exists():
-        raise FileNotFoundError(f"no graded submissions for {assignment_id} in {course_dir} (run autograde first)")
-    outcomes = list(json.loads(path.read_text()).values())
-    graded = [o for o in outcomes if o["status"] == "graded"]
-    not_graded = [o for o in outcomes if o["status"] != "graded"]
-    released = nbtools.read(nbtools.notebook_path(RELEASE_DIR, assignment_id))
-    tests = list(nbtools.test_points(released).items())
+    outcomes = list(load_outcomes(course, assignment_id).values())
+    graded = [o for o in outcomes if o["status"] == Status.GRADED]
+    not_graded = [o for o in outcomes if o["status"] != Status.GRADED]
+    released = cells.read(course.release_notebook(assignment_id))
+    tests = list(cells.test_points(released).items())
     max_score = sum(points for _, points in tests)
 
     rates = [sum(test in o["failed"] for o in graded) / max(len(graded), 1) for test, _ in tests]
@@ -73,7 +93,8 @@ def build_report(assignment_id, course_dir=COURSE_DIR):
                    for (test, points), rate in sorted(zip(tests, rates), key=lambda item: -item[1]))
     students = "".join(
         f"<tr><td>{html.escape(o['student'])}</td><td>{o['score']:g} / {max_score:g}</td>"
-        f"<td>{html.escape(', '.join(o['failed']) or '-')}</td><td>{_late(o)}</td></tr>" if o["status"] == "graded" else
+        f"<td>{html.escape(', '.join(o['failed']) or '-')}</td><td>{_late(o)}</td></tr>"
+        if o["status"] == Status.GRADED else
         f"<tr><td>{html.escape(o['student'])}</td><td>{html.escape(o['status'])}</td><td>{html.escape(o['reason'])}</td>"
         f"<td>{_late(o)}</td></tr>"
         for o in sorted(outcomes, key=lambda o: o["student"]))
@@ -87,9 +108,10 @@ def build_report(assignment_id, course_dir=COURSE_DIR):
 <img alt="score histogram and failure rates" src="data:image/png;base64,{image}" style="max-width:100%">
 <h2>Failure rate per test</h2><table><tr><th>test</th><th>points</th><th>failed by</th></tr>{rows}</table>
 <h2>Not graded</h2><table><tr><th>student</th><th>reason</th></tr>{missing}</table>
-<h2>Students</h2><table><tr><th>student</th><th>auto-graded score</th><th>failed tests</th><th>late</th></tr>{students}</table>
+<h2>Students</h2><table><tr><th>student</th><th>auto-graded score</th><th>failed tests</th><th>late</th></tr>
+{students}</table>
 """
-    target = Path(course_dir) / "reports" / f"{assignment_id}.html"
+    target = course.grading_dir / "reports" / f"{assignment_id}.html"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(page)
     return target

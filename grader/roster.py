@@ -10,7 +10,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .course import COURSE_DIR, gradebook_url
+from . import compat
 
 COLUMNS = ("id", "first_name", "last_name", "email", "lms_user_id")
 
@@ -70,17 +70,14 @@ def read_roster_csv(path):
     return students
 
 
-def import_roster(path, course_dir=COURSE_DIR):
+def import_roster(course, path):
     """Add or update every roster student in the gradebook; returns (added, updated) counts."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
-    from .course import ensure_venv_bin_on_path
     students = read_roster_csv(path)
-    course_dir = Path(course_dir)
-    course_dir.mkdir(parents=True, exist_ok=True)
-    ensure_venv_bin_on_path()       # nbgrader runs alembic when it creates a gradebook
+    course.grading_dir.mkdir(parents=True, exist_ok=True)
     added = updated = 0
-    with warnings.catch_warnings(), Gradebook(gradebook_url(course_dir)) as gb:
+    with warnings.catch_warnings(), compat.gradebook(course.db_url) as gb:
         warnings.simplefilter("ignore")
         for student in students:
             fields = {k: v or None for k, v in asdict(student).items() if k != "id"}
@@ -90,26 +87,26 @@ def import_roster(path, course_dir=COURSE_DIR):
             except MissingEntry:
                 added += 1
             gb.update_or_create_student(student.id, **fields)
-    known = set(roster_ids(course_dir) or [])
+    known = set(roster_ids(course) or [])
     marker = {"source": str(Path(path).resolve()), "imported_at": datetime.datetime.now().isoformat(timespec="seconds"),
               "students": sorted(known | {s.id for s in students})}
-    (course_dir / "roster.json").write_text(json.dumps(marker, indent=1))
+    (course.grading_dir / "roster.json").write_text(json.dumps(marker, indent=1))
     return added, updated
 
 
-def roster_ids(course_dir=COURSE_DIR):
-    marker = Path(course_dir) / "roster.json"
+def roster_ids(course):
+    marker = course.grading_dir / "roster.json"
     return json.loads(marker.read_text())["students"] if marker.exists() else None
 
 
-def load_roster(course_dir=COURSE_DIR):
+def load_roster(course):
     """The roster students (from the gradebook), or None when no roster was imported."""
-    from nbgrader.api import Gradebook, MissingEntry
-    ids = roster_ids(course_dir)
+    from nbgrader.api import MissingEntry
+    ids = roster_ids(course)
     if ids is None:
         return None
     students = []
-    with warnings.catch_warnings(), Gradebook(gradebook_url(course_dir)) as gb:
+    with warnings.catch_warnings(), compat.gradebook(course.db_url) as gb:
         warnings.simplefilter("ignore")
         for student_id in ids:
             try:

@@ -5,8 +5,7 @@ import re
 
 import nbformat
 
-from . import notebook as nbtools
-from .course import RELEASE_DIR, SOURCE_DIR
+from . import cells
 from .mutants import load_catalogue
 
 _MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*\n", re.MULTILINE)
@@ -20,46 +19,46 @@ DEMO_BUGS = {
 }
 
 
-def release_notebook(assignment_id):
-    return nbtools.read(nbtools.notebook_path(RELEASE_DIR, assignment_id))
+def release_notebook(course, assignment_id):
+    return cells.read(course.release_notebook(assignment_id))
 
 
-def perfect_submission(assignment_id):
+def perfect_submission(course, assignment_id):
     """The release with every solution cell answered as the reference solution does."""
-    source = nbtools.read(nbtools.notebook_path(SOURCE_DIR, assignment_id))
-    answers = {nbtools.grade_id(c): _MARKERS.sub("", c.source) for c in source.cells
-               if nbtools.nbgrader_meta(c).get("solution")}
-    nb = release_notebook(assignment_id)
+    source = cells.read(course.source_notebook(assignment_id))
+    answers = {cells.grade_id(c): _MARKERS.sub("", c.source) for c in source.cells
+               if cells.nbgrader_meta(c).get("solution")}
+    nb = release_notebook(course, assignment_id)
     for cell in nb.cells:
-        gid = nbtools.grade_id(cell)
-        if nbtools.nbgrader_meta(cell).get("solution") and gid in answers:
+        gid = cells.grade_id(cell)
+        if cells.nbgrader_meta(cell).get("solution") and gid in answers:
             cell.source = answers[gid]
     return nb
 
 
-def buggy_submission(assignment_id, mutant_name):
+def buggy_submission(course, assignment_id, mutant_name):
     """A perfect submission whose cell defining the mutated name ends with the mutant, which
     rebinds that name (the cell's other definitions stay, exactly as in `grader check`)."""
-    mutant = next((m for m in load_catalogue(assignment_id) if m.name == mutant_name), None)
+    mutant = next((m for m in load_catalogue(course, assignment_id) if m.name == mutant_name), None)
     if mutant is None:
         raise KeyError(f"no mutant {mutant_name!r} in mutants/{assignment_id}.py")
-    nb = perfect_submission(assignment_id)
+    nb = perfect_submission(course, assignment_id)
     for cell in nb.cells:
-        if cell.cell_type == "code" and nbtools.nbgrader_meta(cell).get("solution"):
-            if set(mutant.replaces) & (nbtools.defined_names(cell.source) or set()):
+        if cell.cell_type == "code" and cells.nbgrader_meta(cell).get("solution"):
+            if set(mutant.replaces) & (cells.defined_names(cell.source) or set()):
                 cell.source = cell.source + "\n\n" + mutant.source
                 return nb, mutant
     raise ValueError(f"no solution cell defines {mutant.replaces}")
 
 
-def write_demo_submissions(assignment_id, folder):
+def write_demo_submissions(course, assignment_id, folder):
     """Write the demo's students into folder/<student>.ipynb; returns {student: expectation}."""
     folder.mkdir(parents=True, exist_ok=True)
     expectations = {"perfect": "full marks", "untouched_release": "zero"}
-    nbformat.write(perfect_submission(assignment_id), str(folder / "perfect.ipynb"))
-    nbformat.write(release_notebook(assignment_id), str(folder / "untouched_release.ipynb"))
+    nbformat.write(perfect_submission(course, assignment_id), str(folder / "perfect.ipynb"))
+    nbformat.write(release_notebook(course, assignment_id), str(folder / "untouched_release.ipynb"))
     for name in DEMO_BUGS.get(assignment_id, []):
-        nb, mutant = buggy_submission(assignment_id, name)
+        nb, mutant = buggy_submission(course, assignment_id, name)
         nbformat.write(nb, str(folder / f"bug_{name}.ipynb"))
         expectations[f"bug_{name}"] = mutant.bug
     return expectations

@@ -107,12 +107,12 @@ def kernel_command(workdir, runtime_dir, limits):
             + [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"])
 
 
-def write_kernelspec(kernels_dir, workdir, runtime_dir, limits, name="course-sandbox", warm=None):
-    """A kernelspec whose command line is the sandboxed kernel (a warm one from `warm`, a
+def write_kernelspec(kernels_dir, workdir, runtime_dir, limits, name="course-sandbox", kernel_server=None):
+    """A kernelspec whose command line is the sandboxed kernel (a warm one from `kernel_server`, a
     WarmKernels, when given); returns its name."""
     spec_dir = Path(kernels_dir) / "kernels" / name
     spec_dir.mkdir(parents=True, exist_ok=True)
-    argv = (warm.kernel_command(kernels_dir, workdir, runtime_dir, limits) if warm is not None
+    argv = (kernel_server.kernel_command(kernels_dir, workdir, runtime_dir, limits) if kernel_server is not None
             else kernel_command(workdir, runtime_dir, limits))
     spec = {"argv": argv, "display_name": "sandboxed Python 3",
             # interrupts as messages: the kernel signals itself inside the sandbox (a signal sent
@@ -249,6 +249,16 @@ def check_available(root="/"):
                                  f"(bwrap said: {said}; this is {system.name}).\n"
                                  + (_userns_advice(system, root) or _namespace_advice(system, root))
                                  + "  then run this command again")
+
+
+def unavailable_reason():
+    """None where the sandbox works here, else its short reason (the first line of check_available's
+    message)."""
+    try:
+        check_available()
+        return None
+    except SandboxUnavailable as error:
+        return str(error).splitlines()[0].rstrip(".")
 
 
 # ---- what system is this, and what fixes the sandbox on it ----

@@ -1,3 +1,6 @@
+"""What every test shares: the course (the checkout the tests run in), and the system parts some
+tests need (tests/support/system.py): a test marked `sandbox`, `browser`, `hub` or `postgres` skips
+where that part is missing, and fails under REQUIRE_<PART>=1."""
 import sys
 from pathlib import Path
 
@@ -5,10 +8,53 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+from support import COURSE, system  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def a1_solution_nb():
-    from grader import notebook as nbtools
-    from grader.course import SOURCE_DIR
-    return nbtools.read(nbtools.notebook_path(SOURCE_DIR, "a1_self_attention"))
+def course():
+    """The course of this checkout (its grading folder is never touched by a test: pass
+    `course.with_grading_dir(tmp_path / "course")` to anything that grades)."""
+    return COURSE
+
+
+@pytest.fixture(scope="session")
+def a1_solution_nb(course):
+    from grader import cells
+    return cells.read(course.source_notebook("a1_self_attention"))
+
+
+SLOW = ("kernel", "notebook", "gate", "batch", "hosted", "engine", "browser", "hub")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every notebook run by nbval is marked `notebook`; every test with a slow marker also `slow`
+    (`make test-fast` runs -m "not slow")."""
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.notebook)
+        if any(item.get_closest_marker(name) for name in SLOW):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    missing = [(part, part.missing()) for part in system.PARTS if item.get_closest_marker(part.marker)]
+    missing = [(part, why) for part, why in missing if why is not None]
+    for part, why in missing:
+        if part.required:
+            pytest.fail(f"{part.require}=1 but this machine lacks {part.what}: {why}", pytrace=False)
+    if missing:
+        pytest.skip("; ".join(system.skip_reason(part, why) for part, why in missing))
+
+
+def pytest_terminal_summary(terminalreporter):
+    messages = []
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        messages.append(longrepr[2] if isinstance(longrepr, tuple) else str(longrepr))
+    line = system.summary(messages)
+    if line:
+        terminalreporter.write_line(line, yellow=True, bold=True)

@@ -1,15 +1,13 @@
-"""The dual of the mutation catalogue (issue 17): what makes a test take points from correct work,
-and the tools that catch it. The catalogues themselves run in `grader check` (tests/test_check.py)."""
-import nbformat
+"""The dual of the mutation catalogue: what makes a test take points from correct work, and the
+tools that catch it. The catalogues themselves run in the quality gate (tests/test_gate.py)."""
 import torch
 import torch.nn as nn
 from nbformat.v4 import new_code_cell, new_notebook
 
-from grader.course import assignment_ids
 from grader.inprocess import run_in_process
-from grader.stages.judge import Trace, judge_notebook
 from grader.mutants import load_alternatives
 from grader.provided import checks_source
+from grader.stages.judge import Trace, judge_notebook
 
 
 def _cell(source, **nbgrader):
@@ -86,38 +84,42 @@ def test_randomized_weights_do_not_depend_on_aliases():
 
 def test_seeded_inputs_are_the_same_whatever_the_global_generator_did():
     helpers = _helpers()
-    draw = lambda: (helpers["seeded_randn"](2, 3, seed=7),
-                    torch.randint(0, 9, (5,), generator=helpers["seeded_generator"](7)))
+
+    def draw():
+        return (helpers["seeded_randn"](2, 3, seed=7),
+                torch.randint(0, 9, (5,), generator=helpers["seeded_generator"](7)))
     before = draw()
     torch.rand(100)
     after = draw()
     assert torch.equal(before[0], after[0]) and torch.equal(before[1], after[1])
 
 
-def test_every_assignment_has_a_catalogue_of_alternatives():
-    for assignment_id in assignment_ids():
-        alternatives = load_alternatives(assignment_id)
+def test_every_assignment_has_a_catalogue_of_alternatives(course):
+    for assignment_id in course.assignment_ids():
+        alternatives = load_alternatives(course, assignment_id)
         assert len(alternatives) >= 4, assignment_id
         assert all(a.how and a.source for a in alternatives)
 
 
-def test_a_cpu_only_alternative_is_not_run_on_a_gpu_and_the_gate_says_why(monkeypatch):
+def test_a_cpu_only_alternative_is_not_run_on_a_gpu_and_the_gate_says_why(course, monkeypatch):
     """float64_probs matches the reference's seeded draw only on the CPU (torch's CUDA sampler draws
     other numbers for float64 probabilities): `check --device cuda` leaves it out and names it."""
-    import grader.check as check
+    import grader.gate as gate
     jobs_seen = []
 
-    def fake_runs(assignment_id, source, jobs, device, desc, progress):
+    def fake_runs(course, assignment_id, source, jobs, device, desc, progress):
         jobs_seen.extend(jobs)
         return [[([], [])] * len(seeds) for _, seeds in jobs]
 
-    monkeypatch.setattr(check, "_runs", fake_runs)
-    monkeypatch.setattr(check, "judge_notebook", lambda trace, records: [])
-    alternatives = load_alternatives("a4_kv_cache")
+    monkeypatch.setattr(gate, "_runs", fake_runs)
+    monkeypatch.setattr(gate, "judge_notebook", lambda trace, records: [])
+    alternatives = load_alternatives(course, "a4_kv_cache")
     assert [a.name for a in alternatives if a.cpu_only] == ["float64_probs"]
-    on_gpu = check._check_alternatives("a4_kv_cache", None, None, {}, "cuda", False, check.AssignmentReport("a4"))
+    on_gpu = gate._check_alternatives(course, "a4_kv_cache", None, None, {}, "cuda", False,
+                                        gate.AssignmentReport("a4"))
     assert len(jobs_seen) == len(alternatives)            # the solution, and every alternative but that one
     assert on_gpu.ok and "not run on cuda: float64_probs (on a CUDA device torch.multinomial" in on_gpu.detail
     jobs_seen.clear()
-    on_cpu = check._check_alternatives("a4_kv_cache", None, None, {}, None, False, check.AssignmentReport("a4"))
+    on_cpu = gate._check_alternatives(course, "a4_kv_cache", None, None, {}, None, False,
+                                        gate.AssignmentReport("a4"))
     assert len(jobs_seen) == len(alternatives) + 1 and "not run" not in on_cpu.detail

@@ -1,17 +1,22 @@
-"""Honest set-up on any machine (issue 12, items 6 and 7): `make demo` completes where bubblewrap is
-missing (the samples are the course's own notebooks), grading real submissions there refuses with
-the fix for the system at hand and no traceback, the Makefile checks the Python version before
-anything else, and `make clean` never touches course/ (the gradebook and the manual grades)."""
+"""Honest set-up on any machine: `make demo` completes where bubblewrap is missing (the samples are
+the course's own notebooks), grading real submissions there refuses with the fix for the system at
+hand and no traceback, the sandbox's advice fits each kind of machine (faked here, whatever this
+one is), the Makefile checks the Python version before anything else, and `make clean` never
+touches course/ (the gradebook and the manual grades)."""
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from grader import sandbox
+from grader.samples import perfect_submission
 from grader.sandbox import SandboxUnavailable, check_available, detect_system
+from support import COURSE
 
 REPO = Path(__file__).resolve().parent.parent
 AID = "a1_self_attention"
@@ -41,11 +46,13 @@ def run_without_bwrap(tmp_path, code_or_args, timeout):
                           timeout=timeout)
 
 
+@pytest.mark.kernel
 def test_demo_completes_without_bubblewrap(tmp_path):
     """One assignment of `make demo` on a machine without bwrap: every sample graded as expected,
     after a single line saying the samples are graded without the sandbox."""
-    code = ("import sys; from pathlib import Path; from grader.demo import run_demo; "
-            f"sys.exit(0 if run_demo([{AID!r}], demo_dir=Path({str(tmp_path / 'demo')!r}), progress=False) else 1)")
+    code = ("import sys; from pathlib import Path; from grader.course import Course; from grader.demo import run_demo; "
+            f"sys.exit(0 if run_demo(Course.find(), [{AID!r}], demo_dir=Path({str(tmp_path / 'demo')!r}), "
+            "progress=False) else 1)")
     result = run_without_bwrap(tmp_path, ["-c", code], timeout=600)
     output = result.stdout + result.stderr
     assert result.returncode == 0, f"the demo failed without bubblewrap (exit {result.returncode}):\n{output[-3000:]}"
@@ -92,8 +99,9 @@ FEDORA = 'NAME="Fedora Linux"\nID=fedora\nVERSION_ID=40\nPRETTY_NAME="Fedora Lin
 
 
 def message_for(monkeypatch, root, missing=(), probe=None):
-    real_which = shutil.which
-    monkeypatch.setattr(sandbox.shutil, "which", lambda tool: None if tool in missing else real_which(tool))
+    """check_available's message on the faked machine: `missing` programs are not installed, the
+    others are (whatever this machine has); `probe` is what running bwrap gives there."""
+    monkeypatch.setattr(sandbox.shutil, "which", lambda tool: None if tool in missing else f"/usr/bin/{tool}")
     if probe is not None:
         monkeypatch.setattr(sandbox.subprocess, "run", lambda *a, **k: probe)
     with pytest.raises(SandboxUnavailable) as caught:
@@ -181,3 +189,19 @@ def test_make_checks_the_python_version_first(tmp_path):
     ok = subprocess.run(["make", "python-version", f"PYTHON={sys.executable}"], cwd=clone, capture_output=True,
                         text=True, timeout=60)
     assert ok.returncode == 0, f"Python {sys.version.split()[0]} was refused: {ok.stderr}"
+
+
+@pytest.mark.kernel
+def test_grading_needs_nothing_of_the_environment_on_path(tmp_path):
+    """`.venv/bin/python -m grader ...` without the venv's bin folder on PATH: nbgrader's new
+    gradebook needs no `alembic` program there (grader/compat.py), the kernel is this Python's."""
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    nbformat.write(perfect_submission(COURSE, AID), str(submissions / "alice.ipynb"))
+    env = {**os.environ, "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, "-m", "grader", "autograde", AID, str(submissions), "--unsandboxed",
+                             "--course-dir", str(tmp_path / "course")], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=600)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    assert re.search(r"alice\s+18/18\s+graded", output), output[-3000:]

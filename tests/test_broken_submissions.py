@@ -1,6 +1,6 @@
 """A corpus of broken and hostile a1 submissions, graded as one batch through the real
-pipeline: every one gets a clear outcome, the batch completes, nobody gains points by
-tampering, and no feedback page shows hidden test source."""
+pipeline in the sandbox: every one gets a clear outcome, the batch completes, nobody gains points
+by tampering, and no feedback page shows hidden test source."""
 import html
 import os
 import re
@@ -12,28 +12,38 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import notebook as nbtools
+from grader import cells
 from grader.autograde import autograde
-from grader.course import REPO, SOURCE_DIR
 from grader.feedback import export_csv, generate_feedback
 from grader.samples import buggy_submission, perfect_submission, release_notebook
+from grader.submission import Options, Status
+from support import COURSE, REPO
 
 AID = "a1_self_attention"
-pytestmark = pytest.mark.batch
+pytestmark = [pytest.mark.batch, pytest.mark.sandbox]
 
 
 def _with_cell_source(nb, grade_id, transform):
     for cell in nb.cells:
-        if nbtools.grade_id(cell) == grade_id:
+        if cells.grade_id(cell) == grade_id:
             cell.source = transform(cell.source)
     return nb
 
 
-def _without_cell(nb, grade_id):
-    nb.cells = [c for c in nb.cells if nbtools.grade_id(c) != grade_id]
+def _with_cell_metadata(nb, grade_id, **changes):
+    for cell in nb.cells:
+        if cells.grade_id(cell) == grade_id:
+            cell.metadata["nbgrader"].update(changes)
     return nb
 
 
+def _without_cell(nb, grade_id):
+    nb.cells = [c for c in nb.cells if cells.grade_id(c) != grade_id]
+    return nb
+
+
+IGNORES_INTERRUPTS = ("\nimport signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                      "while True:\n    time.sleep(0.1)\n")
 CHEAT = """
 import torch, torch.testing
 torch.allclose = lambda *args, **kwargs: True
@@ -48,8 +58,8 @@ torch.Tensor.sum = lambda self, *args, **kwargs: torch.ones(())
 
 def build_corpus(folder):
     """(student, expected status, expected score or None, expected text in the outcome)."""
-    full = nbtools.max_auto_points(release_notebook(AID))
-    buggy, _ = buggy_submission(AID, "sin_cos_swapped")
+    full = cells.max_auto_points(release_notebook(COURSE, AID))
+    buggy, _ = buggy_submission(COURSE, AID, "sin_cos_swapped")
     buggy_score = full - 2
     cases = []
 
@@ -58,113 +68,123 @@ def build_corpus(folder):
         cases.append((student, status, score, text))
 
     (folder / "invalid_json.ipynb").write_text("{ this is not json")
-    cases.append(("invalid_json", "not graded", None, "invalid JSON"))
+    cases.append(("invalid_json", Status.NOT_GRADED, None, "invalid JSON"))
     (folder / "missing" / AID).mkdir(parents=True)
-    cases.append(("missing", "not graded", None, f"no {AID}.ipynb"))
+    cases.append(("missing", Status.NOT_GRADED, None, f"no {AID}.ipynb"))
     (folder / "renamed" / AID).mkdir(parents=True)
-    nbformat.write(perfect_submission(AID), str(folder / "renamed" / AID / "final_version.ipynb"))
-    cases.append(("renamed", "graded", full, "renamed"))
-    add("deleted_test_cell", _without_cell(perfect_submission(AID), "test_sdpa_masks"), "graded", full, "re-added")
-    add("edited_test_cell", _with_cell_source(perfect_submission(AID), "test_sdpa_masks", lambda s: "pass"),
-        "graded", full, "restored")
+    nbformat.write(perfect_submission(COURSE, AID), str(folder / "renamed" / AID / "final_version.ipynb"))
+    cases.append(("renamed", Status.GRADED, full, "renamed"))
+    add("deleted_test_cell", _without_cell(perfect_submission(COURSE, AID), "test_sdpa_masks"), Status.GRADED, full,
+        "re-added")
+    add("edited_test_cell", _with_cell_source(perfect_submission(COURSE, AID), "test_sdpa_masks", lambda s: "pass"),
+        Status.GRADED, full, "restored")
+    add("test_cell_made_ordinary", _with_cell_metadata(_with_cell_source(
+        perfect_submission(COURSE, AID), "test_sdpa_worked_example", lambda s: "pass"), "test_sdpa_worked_example",
+        grade=False), Status.GRADED, full, "edited grading metadata restored: test_sdpa_worked_example")
+    add("test_cell_made_ordinary_buggy", _with_cell_metadata(_with_cell_source(
+        buggy_submission(COURSE, AID, "sin_cos_swapped")[0], "test_sinusoidal_encoding", lambda s: "pass"),
+        "test_sinusoidal_encoding", grade=False, points=0), Status.GRADED, buggy_score, "restored")
     add("edited_test_cell_buggy", _with_cell_source(buggy, "test_sinusoidal_encoding", lambda s: "pass"),
-        "graded", buggy_score, "restored")
-    add("infinite_loop", _with_cell_source(perfect_submission(AID), "learned_pe_solution",
-                                           lambda s: s + "\nwhile True:\n    pass\n"), "graded", full)
+        Status.GRADED, buggy_score, "restored")
+    add("infinite_loop", _with_cell_source(perfect_submission(COURSE, AID), "learned_pe_solution",
+                                           lambda s: s + "\nwhile True:\n    pass\n"), Status.GRADED, full)
     add("ignores_interrupts", _with_cell_source(
-        perfect_submission(AID), "learned_pe_solution",
-        lambda s: s + "\nimport signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.1)\n"),
-        "not graded", None, "did not respond to an interrupt")
+        perfect_submission(COURSE, AID), "learned_pe_solution",
+        lambda s: s + IGNORES_INTERRUPTS),
+        Status.NOT_GRADED, None, "did not respond to an interrupt")
     add("prints_to_stderr", _with_cell_source(
-        perfect_submission(AID), "sdpa_solution",
+        perfect_submission(COURSE, AID), "sdpa_solution",
         lambda s: "import sys, warnings\n" + s.replace('    """q: (...', '    print("debug", file=sys.stderr)\n'
                                                      '    warnings.warn("a harmless warning")\n    """q: (...', 1)),
-        "graded", full)
-    add("kernel_exits", _with_cell_source(perfect_submission(AID), "learned_pe_solution",
-                                          lambda s: s + "\nimport os\nos._exit(1)\n"), "graded", None, "kernel died")
+        Status.GRADED, full)
+    add("kernel_exits", _with_cell_source(perfect_submission(COURSE, AID), "learned_pe_solution",
+                                          lambda s: s + "\nimport os\nos._exit(1)\n"), Status.GRADED, None,
+        "kernel died")
     wrong = nbformat.v4.new_notebook()
     wrong.cells = [nbformat.v4.new_code_cell("x = 1")]
     wrong.cells[0].metadata["nbgrader"] = {"grade": True, "grade_id": "test_other_assignment", "locked": True,
                                            "points": 1, "schema_version": 3, "solution": False, "task": False}
-    add("wrong_assignment", wrong, "not graded", None, "not a a1_self_attention notebook")
-    add("untouched", release_notebook(AID), "graded", 0)
-    add("perfect", perfect_submission(AID), "graded", full)
-    add("buggy", buggy, "graded", buggy_score)
-    add("buggy_that_cheats", _with_cell_source(buggy_submission(AID, "sin_cos_swapped")[0], "learned_pe_solution",
-                                               lambda s: s + CHEAT), "graded", None)
+    add("wrong_assignment", wrong, Status.NOT_GRADED, None, "not a a1_self_attention notebook")
+    add("untouched", release_notebook(COURSE, AID), Status.GRADED, 0)
+    add("perfect", perfect_submission(COURSE, AID), Status.GRADED, full)
+    add("buggy", buggy, Status.GRADED, buggy_score)
+    add("buggy_that_cheats", _with_cell_source(buggy_submission(COURSE, AID, "sin_cos_swapped")[0],
+                                               "learned_pe_solution", lambda s: s + CHEAT), Status.GRADED, None)
 
     def perfect_plus(code, cell="learned_pe_solution"):
-        return _with_cell_source(perfect_submission(AID), cell, lambda s: s + "\n" + code)
+        return _with_cell_source(perfect_submission(COURSE, AID), cell, lambda s: s + "\n" + code)
 
     def buggy_plus(code):
-        return _with_cell_source(buggy_submission(AID, "sin_cos_swapped")[0], "learned_pe_solution",
+        return _with_cell_source(buggy_submission(COURSE, AID, "sin_cos_swapped")[0], "learned_pe_solution",
                                  lambda s: s + "\n" + code)
 
     # the sandbox: what the kernel must not reach (full marks prove each attempt failed)
-    add("reads_hidden_tests", perfect_plus(READS_SECRETS.format(paths=SECRET_PATHS)), "graded", full)
+    add("reads_hidden_tests", perfect_plus(READS_SECRETS.format(paths=SECRET_PATHS)), Status.GRADED, full)
     add("writes_outside", perfect_plus(WRITES_OUTSIDE.format(paths=[str(p) for p in OUTSIDE_TARGETS])),
-        "graded", full)
+        Status.GRADED, full)
     add("leaves_a_process", perfect_plus(f"import subprocess\nsubprocess.Popen(['sleep', '{LINGER}'], "
-                                         "start_new_session=True)"), "graded", full)
-    add("memory_hog", perfect_plus("hog = bytearray(64 * 2**30)"), "graded", full)
-    add("huge_output", perfect_plus("print('x' * (30 * 2**20))"), "graded", full)
+                                         "start_new_session=True)"), Status.GRADED, full)
+    add("memory_hog", perfect_plus("hog = bytearray(64 * 2**30)"), Status.GRADED, full)
+    add("huge_output", perfect_plus("print('x' * (30 * 2**20))"), Status.GRADED, full)
     add("too_many_processes", perfect_plus("import subprocess\nchildren = [subprocess.Popen(['sleep', '30']) "
                                            "for _ in range(100)]\nimport time\ntime.sleep(5)"),
-        "not graded", None, "more than 64 processes")
+        Status.NOT_GRADED, None, "more than 64 processes")
     add("signals_its_parent", perfect_plus("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"),
-        "graded", None)
-    add("reaches_the_network", perfect_plus(REACHES_NETWORK.format(port=NETWORK_PROBE["port"])), "graded", full)
+        Status.GRADED, None)
+    add("reaches_the_network", perfect_plus(REACHES_NETWORK.format(port=NETWORK_PROBE["port"])), Status.GRADED, full)
     # the notebook's structure
-    duplicated = perfect_submission(AID)
-    index = next(i for i, c in enumerate(duplicated.cells) if nbtools.grade_id(c) == "test_sdpa_masks")
+    duplicated = perfect_submission(COURSE, AID)
+    index = next(i for i, c in enumerate(duplicated.cells) if cells.grade_id(c) == "test_sdpa_masks")
     duplicated.cells.insert(index, nbformat.from_dict(duplicated.cells[index]))
-    add("duplicated_grade_ids", duplicated, "graded", full, "duplicated cells ignored")
-    retyped = perfect_submission(AID)
+    add("duplicated_grade_ids", duplicated, Status.GRADED, full, "duplicated cells ignored")
+    retyped = perfect_submission(COURSE, AID)
     for cell in retyped.cells:
-        if nbtools.grade_id(cell) == "test_sdpa_masks":
+        if cells.grade_id(cell) == "test_sdpa_masks":
             cell.cell_type = "markdown"
-            cell.pop("outputs", None); cell.pop("execution_count", None)
-    add("changed_cell_type", retyped, "graded", full, "cell types restored")
-    extra = perfect_submission(AID)
+            cell.pop("outputs", None)
+            cell.pop("execution_count", None)
+    add("changed_cell_type", retyped, Status.GRADED, full, "cell types restored")
+    extra = perfect_submission(COURSE, AID)
     own_test = nbformat.v4.new_code_cell("assert scaled_dot_product_attention is not None")
     own_test.metadata["nbgrader"] = {"grade": True, "grade_id": "my_own_test", "locked": False, "points": 2,
                                      "schema_version": 3, "solution": False, "task": False}
-    pasted = nbformat.from_dict(next(c for c in extra.cells if nbtools.grade_id(c) == "test_sdpa_masks"))
+    pasted = nbformat.from_dict(next(c for c in extra.cells if cells.grade_id(c) == "test_sdpa_masks"))
     pasted.metadata["nbgrader"]["grade_id"] = "test_sdpa_masks_again"
     no_id = nbformat.v4.new_markdown_cell("my notes")
     no_id.metadata["nbgrader"] = {"grade": True, "solution": True}
     odd = nbformat.v4.new_code_cell("notes = 'kept'")
     odd.metadata["nbgrader"] = "not a dict"
     extra.cells += [own_test, pasted, no_id, odd]
-    add("extra_graded_cells", extra, "graded", full, "cells the assignment does not have ran but were not graded: "
+    add("extra_graded_cells", extra, Status.GRADED, full, "cells the assignment does not have ran but were not graded: "
         "my_own_test, test_sdpa_masks_again, a markdown cell without an id")
-    unmarked = perfect_submission(AID)
+    unmarked = perfect_submission(COURSE, AID)
     for cell in unmarked.cells:
-        if nbtools.grade_id(cell) == "sdpa_solution":
+        if cells.grade_id(cell) == "sdpa_solution":
             del cell.metadata["nbgrader"]
-    add("solution_cell_without_metadata", unmarked, "graded", full)
+    add("solution_cell_without_metadata", unmarked, Status.GRADED, full)
     # tampering with the kernel's own machinery: never worth a point
     add("replaces_comparisons", buggy_plus(
         "torch.isclose = lambda *a, **k: torch.ones((), dtype=torch.bool)\n"
         "torch.Tensor.allclose = lambda *a, **k: True\ntorch.Tensor.__eq__ = lambda *a, **k: True\n"
-        "torch.testing.assert_close = lambda *a, **k: None"), "graded", None)
+        "torch.testing.assert_close = lambda *a, **k: None"), Status.GRADED, None)
     add("replaces_display_and_tracebacks", buggy_plus(
         "import sys, builtins, IPython\nsys.excepthook = lambda *a: None\n"
         "IPython.get_ipython().showtraceback = lambda *a, **k: None\n"
         "IPython.get_ipython().display_formatter.formatters['text/plain'].for_type(object, lambda *a: 'ok')\n"
-        "builtins.print = lambda *a, **k: None"), "graded", None)
+        "builtins.print = lambda *a, **k: None"), Status.GRADED, None)
     add("forges_outputs", buggy_plus(
         "from IPython.display import display\nprint('passed (13 checks)')\n"
-        "display({'text/plain': 'passed'}, raw=True)"), "graded", None)
-    add("captured_c_binding", _with_cell_source(perfect_submission(AID), "sdpa_solution", lambda s: s.replace(
+        "display({'text/plain': 'passed'}, raw=True)"), Status.GRADED, None)
+    add("captured_c_binding", _with_cell_source(perfect_submission(COURSE, AID), "sdpa_solution", lambda s: s.replace(
         "    return weights @ v, weights", "    return _fast(q, k, v, attn_mask=mask), weights").replace(
         "def scaled_dot_product_attention", "_fast = torch._C._nn.scaled_dot_product_attention\n"
-        "def scaled_dot_product_attention", 1)), "graded", None)
+        "def scaled_dot_product_attention", 1)), Status.GRADED, None)
     return cases
 
 
 SECRET_PATHS = [str(REPO / "solutions" / AID / f"{AID}.ipynb"), str(REPO / "mutants" / f"{AID}.py"),
-                str(REPO / "course" / "gradebook.db"), str(REPO / "grader" / "stages" / "judge.py"), "/root/.bash_history"]
+                str(REPO / "course" / "gradebook.db"), str(REPO / "grader" / "stages" / "judge.py"),
+                "/root/.bash_history"]
 READS_SECRETS = """
 import os
 for secret in {paths}:
@@ -231,10 +251,9 @@ def _start_probe_server():
 def graded_batch(tmp_path_factory):
     _start_probe_server()
     folder = tmp_path_factory.mktemp("corpus")
-    course = tmp_path_factory.mktemp("course")
+    course = COURSE.with_grading_dir(tmp_path_factory.mktemp("course"))
     cases = build_corpus(folder)
-    outcomes = autograde(AID, folder, course_dir=course, progress=False, workers=2, cell_timeout=20,
-                         total_timeout=90)
+    outcomes = autograde(course, AID, folder, Options(progress=False, workers=2, cell_timeout=20, total_timeout=90))
     return cases, {o.student: o for o in outcomes}, course
 
 
@@ -262,7 +281,7 @@ def test_nothing_written_outside_and_no_process_left(graded_batch):
 def test_report_lists_failures_and_not_graded(graded_batch):
     from grader.report import build_report
     _, _, course = graded_batch
-    page = build_report(AID, course_dir=course).read_text()
+    page = build_report(course, AID).read_text()
     assert "ignores_interrupts" in page and "invalid_json" in page and "test_sinusoidal_encoding" in page
 
 
@@ -287,13 +306,13 @@ def test_tampering_never_raises_a_score(graded_batch):
     honest = outcomes["buggy"]
     for student in ("buggy_that_cheats", "replaces_comparisons", "replaces_display_and_tracebacks", "forges_outputs"):
         cheat = outcomes[student]
-        assert cheat.status == "graded" and cheat.score <= honest.score, student
+        assert cheat.status == Status.GRADED and cheat.score <= honest.score, student
         assert set(honest.failed) <= set(cheat.failed), student
 
 
 def test_gradebook_keeps_a_row_for_everyone_and_not_graded_is_not_zero(graded_batch, tmp_path):
     cases, _, course = graded_batch
-    path, count = export_csv(tmp_path / "grades.csv", course_dir=course)
+    path, count = export_csv(course, tmp_path / "grades.csv")
     text = path.read_text()
     present = {c[0] for c in cases if c[0] not in ("invalid_json", "missing", "wrong_assignment")}
     assert all(f"\n{student}," in text for student in present)
@@ -301,9 +320,9 @@ def test_gradebook_keeps_a_row_for_everyone_and_not_graded_is_not_zero(graded_ba
 
 def test_feedback_shows_messages_but_no_hidden_test_source(graded_batch):
     _, _, course = graded_batch
-    pages = generate_feedback(AID, course_dir=course)
+    pages = generate_feedback(course, AID)
     assert pages, "no feedback was generated"
-    hidden = nbtools.secret_lines(nbtools.read(nbtools.notebook_path(SOURCE_DIR, AID)))
+    hidden = cells.secret_lines(cells.read(COURSE.source_notebook(AID)))
     assert len(hidden) > 20
     for page in pages:
         text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
@@ -316,9 +335,9 @@ def test_feedback_shows_messages_but_no_hidden_test_source(graded_batch):
 def test_a_perfect_submission_shows_no_output_from_the_grading_machinery(graded_batch):
     # nothing on stderr (fontconfig, the sandbox, warnings) in what the student gets back
     _, _, course = graded_batch
-    graded = list((course / "autograded" / "perfect").rglob("*.ipynb"))
+    graded = list((course.grading_dir / "autograded" / "perfect").rglob("*.ipynb"))
     assert graded, "the perfect submission was not autograded"
-    stderr = [output.get("text", "") for cell in nbtools.read(graded[0]).cells if cell.cell_type == "code"
+    stderr = [output.get("text", "") for cell in cells.read(graded[0]).cells if cell.cell_type == "code"
               for output in cell.get("outputs", []) if output.get("name") == "stderr"]
     assert not stderr, f"stderr in the perfect submission's graded notebook: {stderr[:3]}"
 
@@ -328,11 +347,11 @@ def test_a_kernel_ignoring_interrupts_is_stopped_soon_after_the_default_cell_tim
     # whole budget, which nbclient's repeated interrupts would otherwise run into)
     folder = tmp_path / "submissions"
     folder.mkdir()
-    stubborn = _with_cell_source(perfect_submission(AID), "learned_pe_solution", lambda s: s + (
-        "\nimport signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.1)\n"))
+    stubborn = _with_cell_source(perfect_submission(COURSE, AID), "learned_pe_solution",
+                                 lambda s: s + IGNORES_INTERRUPTS)
     nbformat.write(stubborn, str(folder / "stubborn.ipynb"))
-    [outcome] = autograde(AID, folder, course_dir=tmp_path / "course", progress=False, workers=1)
-    assert outcome.status == "not graded"
+    [outcome] = autograde(COURSE.with_grading_dir(tmp_path / "course"), AID, folder, Options(progress=False, workers=1))
+    assert outcome.status == Status.NOT_GRADED
     assert "did not respond to an interrupt" in outcome.label and "so it was stopped" in outcome.label, outcome.label
     assert "stuck in cell" in outcome.label, outcome.label
 

@@ -8,8 +8,8 @@ from grader.demo import run_demo
 pytestmark = pytest.mark.batch
 
 
-def test_demo_grades_every_sample_as_expected(tmp_path, capsys):
-    ok = run_demo(demo_dir=tmp_path / "demo", progress=False)
+def test_demo_grades_every_sample_as_expected(course, tmp_path, capsys):
+    ok = run_demo(course, demo_dir=tmp_path / "demo", progress=False)
     output = capsys.readouterr().out
     assert ok, output
     assert (tmp_path / "demo" / "grades.csv").exists()

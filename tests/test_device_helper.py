@@ -1,4 +1,4 @@
-"""The device helper (issue 14): grader/provided/device.py's pick_device() is copied into every
+"""The device helper: grader/provided/device.py's pick_device() is copied into every
 notebook's setup cell, tries cuda, then mps, by running a tiny operation, and falls back to the
 CPU with a one-line reason when a GPU that torch reports as available cannot run (a P100 under a
 torch build without kernels for it: "no kernel image is available"). Fast: no kernel, no GPU."""
@@ -9,10 +9,21 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import notebook as nbtools
-from grader.release import (DEVICE_BEGIN, DEVICE_CALL, DEVICE_END, ReleaseError, apply_device_helper,
-                            apply_progress_helper, device_helper_problem, device_helper_source, device_setup_cell,
-                            progress_helper_problem, progress_helper_source, stale_device_helpers)
+from grader import cells
+from grader.release import (
+    DEVICE_BEGIN,
+    DEVICE_CALL,
+    DEVICE_END,
+    ReleaseError,
+    apply_device_helper,
+    apply_progress_helper,
+    device_helper_problem,
+    device_helper_source,
+    device_setup_cell,
+    progress_helper_problem,
+    progress_helper_source,
+    stale_device_helpers,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = (sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb")) + sorted((REPO / "solutions").glob("*/*.ipynb"))
@@ -103,7 +114,7 @@ def test_on_this_cpu_machine_the_line_is_deterministic(capsys):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(REPO).parent / p.stem))
 def test_every_notebook_carries_the_current_helper(path):
-    nb = nbtools.read(path)
+    nb = cells.read(path)
     problem = device_helper_problem(nb)
     assert problem is None, f"{path.relative_to(REPO)}: {problem} (run `python -m grader sync`)"
     # nothing after the helper asks torch.cuda.is_available() again: a broken GPU must not crash later cells
@@ -113,8 +124,8 @@ def test_every_notebook_carries_the_current_helper(path):
         f"{path.relative_to(REPO)} tests torch.cuda.is_available() outside the helper; test `device == \"cuda\"`"
 
 
-def test_stale_device_helpers_lists_nothing_for_the_lectures():
-    assert stale_device_helpers(sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb"))) == []
+def test_stale_device_helpers_lists_nothing_for_the_lectures(course):
+    assert stale_device_helpers(course, sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb"))) == []
 
 
 def _notebook(source):
@@ -165,7 +176,7 @@ GPU_SKIPS = {"07_flop_io_accounting": 2, "08_kv_cache_decoding": 6}
 
 @pytest.mark.parametrize("stem,count", GPU_SKIPS.items())
 def test_the_stored_gpu_cells_skipped_cleanly_on_cpu(stem, count):
-    nb = nbtools.read(REPO / "lectures" / f"{stem}.ipynb")
+    nb = cells.read(REPO / "lectures" / f"{stem}.ipynb")
     lines = [line for cell in nb.cells if cell.cell_type == "code" for output in cell.outputs
              for line in str(output.get("text", "")).splitlines() if line.startswith("CPU runtime: ")]
     assert len(lines) == count and all(line.endswith("skipped.") for line in lines), lines
@@ -180,7 +191,7 @@ def _gpu_report_module():
 
 
 def test_lecture_07_prints_the_peaks_line_the_report_reads():
-    source = "\n".join(c.source for c in nbtools.read(REPO / "lectures" / "07_flop_io_accounting.ipynb").cells)
+    source = "\n".join(c.source for c in cells.read(REPO / "lectures" / "07_flop_io_accounting.ipynb").cells)
     assert 'print("PEAKS " + " ".join(f"{k}={v:.4g}" for k, v in gpu_peaks.items()))' in source
     line = "PEAKS " + " ".join(f"{k}={v:.4g}" for k, v in {"fp32": 5.1e13, "tf32": 3.9e14, "bf16": 7.2e14,
                                                            "bandwidth": 2.9e12}.items())
@@ -207,7 +218,8 @@ def test_the_report_is_written_from_its_parts(tmp_path):
                         {"fp32": 5e13, "tf32": 4e14, "bf16": 8e14, "bandwidth": 3e12}, ["T = 128: eager"],
                         gate, {"status": 0, "output": ""}, bench_json, "nbgrader not installed", ok=False)
     text = path.read_text()
-    for expected in ("# GPU report (FAILED)", "| device | Fake GPU |", "| lectures/07_flop_io_accounting.ipynb | ok | 12.5 |",
+    for expected in ("# GPU report (FAILED)", "| device | Fake GPU |",
+                     "| lectures/07_flop_io_accounting.ipynb | ok | 12.5 |",
                      "CellExecutionError: boom", "| bf16 | 800.0 | 267 |", "3.00 TB/s", "T = 128: eager",
                      "| reference_graph | 4000 |", "8.00x HF GPT-2 generate (dynamic cache)",
                      "2.00x HF GPT-2 with its static cache", "skipped reference_fast: a reason",
@@ -251,7 +263,7 @@ def test_make_gpu_report_without_cuda_fails_with_the_message():
 
 @pytest.mark.parametrize("path", sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.stem)
 def test_every_lecture_carries_the_current_progress_bar(path):
-    problem = progress_helper_problem(nbtools.read(path))
+    problem = progress_helper_problem(cells.read(path))
     assert problem is None, f"{path.relative_to(REPO)}: {problem} (run `python -m grader sync`)"
 
 

@@ -1,7 +1,6 @@
 """Grading engines and gradebooks beyond the default: a local Dask cluster, and the course
-gradebook in a real PostgreSQL server (started by .ci/start_postgres.sh; in CI the test fails
-rather than skips when it is missing)."""
-import os
+gradebook in a real PostgreSQL server (started by .ci/start_postgres.sh; the test is marked
+`postgres`, so CI, with REQUIRE_POSTGRES=1, fails rather than skips without one)."""
 import uuid
 
 import nbformat
@@ -10,17 +9,20 @@ import pytest
 from grader.autograde import autograde
 from grader.feedback import grade_rows
 from grader.samples import buggy_submission, perfect_submission, release_notebook
+from grader.submission import Options
+from support import COURSE
+from support.system import postgres_url as server_url
 
 AID = "a1_self_attention"
-pytestmark = pytest.mark.engine
+pytestmark = [pytest.mark.engine, pytest.mark.sandbox]
 
 
 @pytest.fixture(scope="module")
 def three_students(tmp_path_factory):
     folder = tmp_path_factory.mktemp("students")
-    nbformat.write(perfect_submission(AID), str(folder / "perfect.ipynb"))
-    nbformat.write(release_notebook(AID), str(folder / "untouched.ipynb"))
-    nbformat.write(buggy_submission(AID, "sin_cos_swapped")[0], str(folder / "buggy.ipynb"))
+    nbformat.write(perfect_submission(COURSE, AID), str(folder / "perfect.ipynb"))
+    nbformat.write(release_notebook(COURSE, AID), str(folder / "untouched.ipynb"))
+    nbformat.write(buggy_submission(COURSE, AID, "sin_cos_swapped")[0], str(folder / "buggy.ipynb"))
     return folder
 
 
@@ -29,21 +31,17 @@ def _scores(outcomes):
 
 
 def test_dask_local_cluster_grades_like_the_threads(three_students, tmp_path):
-    outcomes = autograde(AID, three_students, course_dir=tmp_path / "course", progress=False,
-                         engine="dask", workers=2)
+    course = COURSE.with_grading_dir(tmp_path / "course")
+    outcomes = autograde(course, AID, three_students, Options(progress=False, engine="dask", workers=2))
     assert _scores(outcomes) == {"perfect": 18, "untouched": 0, "buggy": 16}
-    rows, _ = grade_rows(tmp_path / "course")
+    rows, _ = grade_rows(course)
     assert sorted(r["student"] for r in rows) == ["buggy", "perfect", "untouched"]
 
 
 @pytest.fixture
 def postgres_url():
-    base = os.environ.get("GRADER_TEST_POSTGRES_URL")
-    if not base:
-        if os.environ.get("CI"):
-            pytest.fail("CI must provide GRADER_TEST_POSTGRES_URL (.ci/start_postgres.sh)")
-        pytest.skip("no PostgreSQL server: run `export GRADER_TEST_POSTGRES_URL=$(bash .ci/start_postgres.sh)`")
     import psycopg2
+    base = server_url()    # the `postgres` marker skips the test without a server there
     name = f"gradebook_{uuid.uuid4().hex[:8]}"
     admin = psycopg2.connect(base)
     admin.autocommit = True
@@ -54,12 +52,14 @@ def postgres_url():
     admin.close()
 
 
+@pytest.mark.postgres
 def test_postgresql_gradebook_with_parallel_graders(three_students, tmp_path, postgres_url, monkeypatch):
     monkeypatch.setenv("GRADER_DB_URL", postgres_url)
-    outcomes = autograde(AID, three_students, course_dir=tmp_path / "course", progress=False, workers=2)
+    course = COURSE.with_grading_dir(tmp_path / "course")
+    outcomes = autograde(course, AID, three_students, Options(progress=False, workers=2))
     assert _scores(outcomes) == {"perfect": 18, "untouched": 0, "buggy": 16}
-    again = autograde(AID, three_students, course_dir=tmp_path / "course", progress=False, workers=2)
+    again = autograde(course, AID, three_students, Options(progress=False, workers=2))
     assert _scores(again) == _scores(outcomes)        # re-grading updates, never duplicates
-    rows, _ = grade_rows(tmp_path / "course")
+    rows, _ = grade_rows(course)
     assert sorted((r["student"], r["total"]) for r in rows) == [("buggy", 16), ("perfect", 18), ("untouched", 0)]
     assert not (tmp_path / "course" / "gradebook.db").exists(), "the SQLite gradebook was used instead"

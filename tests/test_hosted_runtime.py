@@ -1,4 +1,4 @@
-"""Hosted-runtime fidelity (issue 8, part 2): every lecture and every solution notebook runs top
+"""Hosted-runtime fidelity: every lecture and every solution notebook runs top
 to bottom in an environment holding only what Colab and Kaggle provide -- torch, matplotlib,
 numpy and ipykernel -- with no repo code importable, each notebook copied alone into an empty
 folder. Each notebook's first markdown cell says how to open it in Colab and Kaggle, and its
@@ -11,7 +11,6 @@ repo's .venv leaks in.
 """
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import time

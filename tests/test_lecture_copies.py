@@ -1,4 +1,4 @@
-"""Code that one lecture copies from another is the same code (issue 15, item 7).
+"""Code that one lecture copies from another is the same code.
 
 Lectures stand alone (they open in Colab as one file and cannot import the grader), so a lecture that
 reuses another's code carries a copy, in a cell whose metadata names the original:

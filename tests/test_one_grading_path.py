@@ -1,4 +1,4 @@
-"""One grading path (issue 12, item 8): nbgrader's own `autograde` -- here its command line; the
+"""One grading path: nbgrader's own `autograde` -- here its command line; the
 Formgrader's button, which calls the same converter, is in tests/test_browser.py -- grades through
 the course's sandboxed pipeline, configured by the course's nbgrader_config.py.
 
@@ -12,12 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from grader import notebook as nbtools
-from grader.sandbox import detect_system, install_command
-from grader.samples import perfect_submission
-from browser_support.lab import make_course_root, submit
 from test_any_machine import path_without
+
+from grader import cells
+from grader.samples import perfect_submission
+from grader.sandbox import detect_system, install_command
+from grader.submission import Status
+from support import COURSE
+from support.lab import make_course_root, submit
 
 AID = "a1_self_attention"
 
@@ -26,12 +28,12 @@ def course_root(tmp_path, proof):
     """The browser test's course root (the course's configuration), with alice's correct notebook
     collected; her first answer cell also tries to write `proof`. Returns (root, auto points)."""
     root = make_course_root(tmp_path)
-    nb = perfect_submission(AID)
-    answer = next(cell for cell in nb.cells if nbtools.is_answer_cell(cell))
+    nb = perfect_submission(COURSE, AID)
+    answer = next(cell for cell in nb.cells if cells.is_answer_cell(cell))
     answer.source += (f"\ntry:\n    open({str(proof)!r}, 'w').write('this kernel could write outside its sandbox')\n"
                       "except OSError:\n    pass\n")
     submit(root, AID, "alice", nb)
-    return root, nbtools.max_auto_points(nb)
+    return root, cells.max_auto_points(nb)
 
 
 def nbgrader_autograde(root, env=None):
@@ -40,8 +42,8 @@ def nbgrader_autograde(root, env=None):
 
 
 def alice_auto_score(root):
-    from nbgrader.api import Gradebook
-    with Gradebook(f"sqlite:///{root / 'course' / 'gradebook.db'}") as gb:
+    from grader import compat
+    with compat.gradebook(f"sqlite:///{root / 'course' / 'gradebook.db'}") as gb:
         try:
             notebook = gb.find_submission_notebook(AID, AID, "alice")
         except Exception:  # noqa: BLE001 - MissingEntry: never graded
@@ -50,6 +52,8 @@ def alice_auto_score(root):
         return sum(scores) if scores else None
 
 
+@pytest.mark.sandbox
+@pytest.mark.kernel
 def test_nbgrader_autograde_runs_the_course_pipeline(tmp_path):
     proof = tmp_path / "escaped.txt"
     root, points = course_root(tmp_path, proof)
@@ -60,7 +64,7 @@ def test_nbgrader_autograde_runs_the_course_pipeline(tmp_path):
     assert not proof.exists(), "the submission wrote outside a sandbox: it ran unsandboxed"
     assert alice_auto_score(root) == points, f"expected {points:g} auto points in the gradebook:\n{log[-3000:]}"
     outcomes = json.loads((root / "course" / "outcomes" / f"{AID}.json").read_text())
-    assert outcomes["alice"]["status"] == "graded", outcomes["alice"]
+    assert outcomes["alice"]["status"] == Status.GRADED, outcomes["alice"]
     assert (root / "course" / "autograded" / "alice" / AID / f"{AID}.ipynb").exists()
 
 
@@ -71,7 +75,8 @@ def test_nbgrader_autograde_without_the_sandbox_grades_nothing(tmp_path):
     log = run.stdout + run.stderr
     assert run.returncode != 0, f"nbgrader autograde succeeded without bubblewrap:\n{log[-3000:]}"
     fix = install_command(detect_system())
-    assert "`bwrap` is not installed" in log and fix in log, f"the log does not say why and how to fix it:\n{log[-3000:]}"
+    assert "`bwrap` is not installed" in log and fix in log, \
+        f"the log does not say why and how to fix it:\n{log[-3000:]}"
     assert not proof.exists(), "the submission ran unsandboxed"
     assert alice_auto_score(root) is None, "alice got auto scores without the sandbox"
     assert not (root / "course" / "autograded" / "alice" / AID / f"{AID}.ipynb").exists()

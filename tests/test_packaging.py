@@ -1,4 +1,4 @@
-"""The grader as an installable package (issue 12, item 9): pyproject builds a wheel with every
+"""The grader as an installable package: pyproject builds a wheel with every
 subpackage and the `grader` console script, and the installed package works on the course found
 from the current directory, not on the folder it was installed from."""
 import shutil
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import PACKAGE_REPO, find_course_root
+from grader.course import PACKAGE_REPO, Course, CourseNotFound
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -26,16 +26,34 @@ def make_course(folder):
 
 def test_course_root_is_found_from_the_current_directory(tmp_path):
     course = make_course(tmp_path / "my-course")
-    assert find_course_root(course / "lectures", environ={}) == course.resolve()
-    assert find_course_root(course, environ={}) == course.resolve()
+    assert Course.find(course / "lectures", environ={}).root == course.resolve()
+    assert Course.find(course, environ={}).root == course.resolve()
+    assert Course.find(course, environ={}).grading_dir == course.resolve() / "course"
+    assert Course.find(course, environ={}, grading_dir=tmp_path / "g").grading_dir == tmp_path / "g"
     # outside any course: the checkout the package comes from
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    assert find_course_root(outside, environ={}) == PACKAGE_REPO
+    assert Course.find(outside, environ={}).root == PACKAGE_REPO
     # an explicit root wins, and must be a course
-    assert find_course_root(outside, environ={"GRADER_COURSE_ROOT": str(course)}) == course.resolve()
-    with pytest.raises(SystemExit, match="not a course folder"):
-        find_course_root(course, environ={"GRADER_COURSE_ROOT": str(outside)})
+    assert Course.find(outside, environ={"GRADER_COURSE_ROOT": str(course)}).root == course.resolve()
+    with pytest.raises(CourseNotFound, match="not a course folder"):
+        Course.find(course, environ={"GRADER_COURSE_ROOT": str(outside)})
+
+
+def test_importing_the_grader_finds_no_course_and_changes_nothing(tmp_path):
+    """The course is found by the command line, once; importing any module reads no folder, exits
+    nothing and leaves PATH as it was (a GRADER_COURSE_ROOT that is no course cannot break an import)."""
+    code = ("import os, sys, pkgutil, importlib; path = os.environ['PATH']; import grader; "
+            "[importlib.import_module(m.name) for m in pkgutil.walk_packages(grader.__path__, 'grader.') "
+            "if m.name != 'grader.__main__']; print(os.environ['PATH'] == path)")
+    env = {**__import__("os").environ, "GRADER_COURSE_ROOT": str(tmp_path)}
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split()[-1] == "True", "an import changed PATH"
+    said = subprocess.run([sys.executable, "-m", "grader", "release"], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert said.returncode != 0 and "is not a course folder" in said.stderr and "Traceback" not in said.stderr
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +74,7 @@ def wheel(tmp_path_factory):
 def test_wheel_has_the_whole_grader_and_its_command(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ("grader/cli.py", "grader/course.py", "grader/provided/checks.py", "grader/provided/device.py",
-                   "grader/runtime/record.py", "grader/stages/execute_worker.py"):
+                   "grader/runtime/record.py", "grader/runtime/execute_worker.py", "grader/stages/sanitize.py"):
         assert needed in names, f"the wheel lacks {needed}"
     assert not any(name.startswith(("solutions/", "mutants/", "tests/")) for name in names), \
         "the wheel carries course content or tests"
@@ -71,8 +89,8 @@ def test_installed_grader_works_on_the_course_in_the_current_directory(wheel, tm
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     course = make_course(tmp_path / "my-course")
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import grader.course as c; "
-            "print(c.REPO); print(','.join(c.assignment_ids()))")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from grader.course import Course; c = Course.find(); "
+            "print(c.root); print(','.join(c.assignment_ids()))")
     result = subprocess.run([sys.executable, "-c", code, str(site)], cwd=course / "lectures",
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -29,11 +29,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.course import assignment_ids
 from grader.publish import PublishError, publish, student_readme, syllabus_table
+from support import ASSIGNMENT_IDS, COURSE
 
 REPO = Path(__file__).resolve().parent.parent
-ALL = assignment_ids()
+ALL = ASSIGNMENT_IDS
 EXPECTED_TOP = {".git", ".gitignore", ".course-publish.json", "README.md", "LICENSE", "environment.yml",
                 "requirements.txt", "lectures", "assignments", "docs"}
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
@@ -147,7 +147,7 @@ def published(tmp_path_factory):
     dest = tmp_path_factory.mktemp("public") / "attention-course"
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        publish(dest)
+        publish(COURSE, dest)
     return dest, printed.getvalue()
 
 
@@ -229,7 +229,7 @@ def test_first_assignment_alone_carries_no_answer_at_all(tmp_path):
     """Published at the start of a term (lectures and a1), no solution block of any assignment is
     in it, provided or not."""
     dest = tmp_path / "week1"
-    publish(dest, assignments=[ALL[0]], commit=False)
+    publish(COURSE, dest, assignments=[ALL[0]], commit=False)
     assert sorted(p.name for p in (dest / "assignments").iterdir()) == [ALL[0]]
     assert solution_leaks(dest) == []
 
@@ -273,6 +273,7 @@ def test_no_mutant_or_alternative_text(published):
                 assert not contains(lines, body), f"{name} carries {file}'s {entry}"
 
 
+@pytest.mark.kernel
 def test_published_release_runs_with_nothing_of_the_grader(published, tmp_path):
     """The a1 release as published, answered as the reference answers it, runs top to bottom from
     the student repository with the grader package made unimportable."""
@@ -282,7 +283,7 @@ def test_published_release_runs_with_nothing_of_the_grader(published, tmp_path):
     dest, _ = published
     aid = ALL[0]
     published_nb = nbformat.read(dest / "assignments" / aid / f"{aid}.ipynb", as_version=4)
-    answered = perfect_submission(aid)     # the release with the reference answers pasted in
+    answered = perfect_submission(COURSE, aid)     # the release with the reference answers pasted in
     assert [c.get("id") for c in answered.cells] == [c.get("id") for c in published_nb.cells]
     answered.cells.insert(0, nbformat.v4.new_code_cell(
         "import sys\nsys.modules['grader'] = None   # `import grader` fails from here on"))
@@ -298,21 +299,21 @@ def test_publish_refuses_what_it_must_not_replace(tmp_path):
     foreign.mkdir()
     (foreign / "holiday.jpg").write_text("x")
     with pytest.raises(SystemExit, match="not a published course"):
-        publish(foreign, force=True, commit=False)
+        publish(COURSE, foreign, force=True, commit=False)
     assert (foreign / "holiday.jpg").exists()
     with pytest.raises(SystemExit, match="instructor repository"):
-        publish(REPO / "public", commit=False)
+        publish(COURSE, REPO / "public", commit=False)
     with pytest.raises(SystemExit, match="no release of a9_missing"):
-        publish(tmp_path / "x", assignments=["a9_missing"], commit=False)
+        publish(COURSE, tmp_path / "x", assignments=["a9_missing"], commit=False)
 
 
 def test_publishing_again_adds_a_commit_only_when_something_changed(tmp_path):
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     dest = tmp_path / "public"
-    publish(dest, assignments=ALL[:1])
-    publish(dest, assignments=ALL[:2])
-    publish(dest, assignments=ALL[:2])
+    publish(COURSE, dest, assignments=ALL[:1])
+    publish(COURSE, dest, assignments=ALL[:2])
+    publish(COURSE, dest, assignments=ALL[:2])
     log = subprocess.run(["git", "-C", str(dest), "log", "--format=%s"], capture_output=True, text=True).stdout
     assert len(log.splitlines()) == 2, log
     assert ALL[1] in log.splitlines()[0], log
@@ -327,7 +328,7 @@ def test_student_readme_syllabus_is_docs_syllabus():
     syllabus = (REPO / "docs" / "syllabus.md").read_text()
     rows = [line.replace("](../", "](") for line in syllabus.splitlines() if line.startswith("| ")]
     assert len(rows) >= 10, "docs/syllabus.md should hold a header and a row per lecture"
-    readme = student_readme(ALL, "you/attention-course")
+    readme = student_readme(COURSE, ALL, "you/attention-course")
     shown = [line for line in readme.splitlines() if line.startswith("| ")]
     assert shown == [row.replace("OWNER/attention-course", "you/attention-course") for row in rows]
     assert "OWNER/attention-course" not in readme
@@ -335,7 +336,7 @@ def test_student_readme_syllabus_is_docs_syllabus():
 
 
 def test_student_readme_leaves_unpublished_assignments_unlinked():
-    readme = student_readme(ALL[:1])
+    readme = student_readme(COURSE, ALL[:1])
     for later in ALL[1:]:
         assert f"{later} (not released yet)" in readme, f"{later}'s row should say it is not released yet"
         assert f"assignments/{later}/" not in readme, f"the student README links {later}, which is not published"
@@ -355,5 +356,5 @@ def test_syllabus_table_needs_docs_syllabus(tmp_path, monkeypatch):
     monkeypatch.setattr(grader.publish, "SYLLABUS", tmp_path / "missing.md")
     dest = tmp_path / "public"
     with pytest.raises(SystemExit, match="publish: .*missing.md is missing"):
-        publish(dest, commit=False)
+        publish(COURSE, dest, commit=False)
     assert not dest.exists()

@@ -3,20 +3,22 @@ outcomes are written by hand, nothing is graded."""
 import json
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from grader import notebook as nbtools  # noqa: E402
-from grader.course import RELEASE_DIR  # noqa: E402
-from grader.report import build_report, class_figure  # noqa: E402
+from grader import cells
+from grader.report import build_report, class_figure, load_outcomes, save_outcomes
+from grader.submission import Status, Submission
+from support import COURSE
 
 AID = "a1_self_attention"
 
 
 def _tests():
-    released = nbtools.read(nbtools.notebook_path(RELEASE_DIR, AID))
-    return list(nbtools.test_points(released).items())
+    released = cells.read(COURSE.release_notebook(AID))
+    return list(cells.test_points(released).items())
 
 
 def _outcomes(tests):
@@ -54,9 +56,22 @@ def test_the_page_has_one_row_per_student(tmp_path):
     outcomes = _outcomes(tests)
     (tmp_path / "outcomes").mkdir()
     (tmp_path / "outcomes" / f"{AID}.json").write_text(json.dumps(outcomes))
-    page = build_report(AID, course_dir=tmp_path).read_text()
+    page = build_report(COURSE.with_grading_dir(tmp_path), AID).read_text()
     students = page.split("<h2>Students</h2>", 1)[1]
     for name, outcome in outcomes.items():
         assert f"<tr><td>{name}</td>" in students
     assert "16 / 18" in students and tests[-1][0] in students
     assert "not graded</td><td>the kernel did not respond to an interrupt" in students
+
+
+def test_the_saved_outcomes_keep_the_latest_and_never_let_missing_replace_a_grade(tmp_path):
+    course = COURSE.with_grading_dir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="run autograde first"):
+        load_outcomes(course, AID)
+    save_outcomes(course, AID, [Submission("ada", status=Status.GRADED, score=18.0),
+                                Submission("bob", status=Status.NOT_GRADED, reason="invalid JSON")])
+    save_outcomes(course, AID, [Submission("ada", status=Status.MISSING, reason="Ada: no submission"),
+                                Submission("bob", status=Status.GRADED, score=12.0)])
+    saved = load_outcomes(course, AID)
+    assert (saved["ada"]["status"], saved["ada"]["score"]) == ("graded", 18.0)
+    assert (saved["bob"]["status"], saved["bob"]["score"], saved["bob"]["label"]) == ("graded", 12.0, "graded")

@@ -1,7 +1,7 @@
 """The speed-ups stay correct: a4's fast decode step and its static-shape decoder return exactly what
 `generate` returns, and the grader's start-up savings (no rfc3987_syntax grammar, no torch._dynamo
 import, nbgrader's alembic revision found in-process) stay in place without changing what the checks,
-FlopCounterMode and a new gradebook hold. No timings here: those are in benchmarks/ and the README."""
+FlopCounterMode and a new gradebook hold. No timings here: those are in benchmarks/ and docs/results.md."""
 import ast
 import importlib.util
 import subprocess
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import notebook as nbtools
-from grader.course import SOURCE_DIR, assignment_ids
+from grader import cells
+from support import ASSIGNMENT_IDS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -100,7 +100,7 @@ def _imports_after(code):
 
 
 def test_execute_worker_does_not_build_the_iri_grammar():
-    out = _imports_after("import sys, grader.stages.execute_worker, nbformat\n"
+    out = _imports_after("import sys, grader.runtime.execute_worker, nbformat\n"
                          "print(sys.modules.get('rfc3987_syntax', 'absent'))")
     assert out.strip() in ("None", "absent")
 
@@ -140,19 +140,19 @@ def test_the_sandbox_tells_notebooks_they_are_being_graded(tmp_path):
 
 
 def test_new_gradebooks_get_the_revision_the_alembic_program_names(tmp_path):
-    """course.find_alembic_head_in_process replaces nbgrader's `alembic heads` subprocess (2.8 CPU-s per
-    new gradebook): the revision must be the one the program gives, and a new gradebook carries it."""
+    """compat.apply replaces nbgrader's `alembic heads` subprocess (2.8 CPU-s per new gradebook): the
+    revision must be the one the program gives, and a new gradebook carries it."""
     import os
     import sqlite3
 
     import nbgrader.api
 
-    from grader.course import find_alembic_head_in_process, gradebook_url
+    from grader import compat
     program = Path(sys.executable).parent / "alembic"
     if not program.exists():
         pytest.skip("no alembic program beside this Python")
     original = nbgrader.api.get_alembic_version
-    find_alembic_head_in_process()
+    compat.apply()
     try:
         env = dict(os.environ, PATH=f"{program.parent}{os.pathsep}{os.environ.get('PATH', '')}")
         from nbgrader.dbutil import _temp_alembic_ini
@@ -160,7 +160,7 @@ def test_new_gradebooks_get_the_revision_the_alembic_program_names(tmp_path):
             said = subprocess.run([str(program), "-c", ini, "heads"], capture_output=True, text=True, env=env,
                                   check=True).stdout
         assert nbgrader.api.get_alembic_version() == said.split()[0]
-        with nbgrader.api.Gradebook(gradebook_url(tmp_path)):
+        with compat.gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}"):
             pass
         with sqlite3.connect(tmp_path / "gradebook.db") as db:
             [(stamped,)] = db.execute("SELECT version_num FROM alembic_version").fetchall()
@@ -193,16 +193,16 @@ def _costly_calls_outside_guard(source):
     return sorted(set(calls(n for n in tree.body if not isinstance(n, definitions))) - guarded)
 
 
-@pytest.mark.parametrize("assignment", assignment_ids())
-def test_demo_cells_that_draw_time_or_train_are_skipped_while_autograding(assignment):
+@pytest.mark.parametrize("assignment", ASSIGNMENT_IDS)
+def test_demo_cells_that_draw_time_or_train_are_skipped_while_autograding(course, assignment):
     """The autograder runs every cell for every student: a plot costs 0.1-0.6 CPU-s, a timing or a
     training run seconds, and neither is graded. Each such demo cell starts with `if AUTOGRADING:`."""
-    nb = nbtools.read(nbtools.notebook_path(SOURCE_DIR, assignment))
-    setup = "\n".join(c.source for c in nb.cells if nbtools.grade_id(c) == "setup")
+    nb = cells.read(course.source_notebook(assignment))
+    setup = "\n".join(c.source for c in nb.cells if cells.grade_id(c) == "setup")
     assert 'AUTOGRADING = os.environ.get("NBGRADER_EXECUTION") == "autograde"' in setup
     unguarded = []
     for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code" or nbtools.is_test_cell(cell) or nbtools.is_answer_cell(cell):
+        if cell.cell_type != "code" or cells.is_test_cell(cell) or cells.is_answer_cell(cell):
             continue
         lines = _costly_calls_outside_guard(cell.source)
         if lines:

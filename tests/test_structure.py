@@ -1,7 +1,11 @@
 """The grader's structure shows its pipeline: no import cycles (lazy imports inside functions
-count too), and every module is imported by something or run as a program."""
+count too), every module is imported by something or run as a program, stages/ holds the stages and
+nothing else, in the order grader/pipeline.py states, and statuses are compared as the enum."""
 import ast
 from pathlib import Path
+
+from grader import pipeline
+from grader.submission import Status
 
 GRADER = Path(__file__).resolve().parent.parent / "grader"
 ENTRY_POINTS = {"grader", "grader.__main__", "grader.cli"}   # run, not imported
@@ -60,7 +64,7 @@ def test_every_module_is_used():
     graph = _imports(modules)
     imported = set().union(*graph.values())
     # grader/provided/ is copied into the notebooks' provided cells (`grader sync`), not imported;
-    # runtime/record.py and stages/execute_worker.py are read as text or run as programs
+    # runtime/record.py and runtime/execute_worker.py are read as text or run as programs
     read_as_text = "".join(p.read_text() for p in modules.values())
     unused = sorted(name for name in modules
                     if name not in imported and name not in ENTRY_POINTS
@@ -68,3 +72,28 @@ def test_every_module_is_used():
                     and not any(other.startswith(name + ".") for other in modules)
                     and f"{name.rsplit('.', 1)[-1]}.py" not in read_as_text)
     assert not unused, f"modules nothing imports: {unused}"
+
+
+def test_stages_holds_the_stages_and_the_pipeline_lists_them_all():
+    """Each module of grader/stages/ is one stage: a function of its own name, listed once in
+    pipeline.INTAKE, GRADE or RECORD; nothing else lives there."""
+    listed = [stage for group in (pipeline.INTAKE, pipeline.GRADE, pipeline.RECORD) for stage in group]
+    names = [f"{stage.__module__.rsplit('.', 1)[-1]}.{stage.__name__}" for stage in listed]
+    modules = sorted(p.stem for p in (GRADER / "stages").glob("*.py") if p.stem != "__init__")
+    assert sorted(names) == sorted(f"{m}.{m}" for m in modules), \
+        f"stages/ has {modules}; the pipeline runs {names}"
+    assert names == ["collect.collect", "identify.identify", "sanitize.sanitize", "execute.execute",
+                     "judge.judge", "score.score", "merge.merge", "late.late"]
+
+
+def test_statuses_are_compared_as_the_enum():
+    """A status is `Status.GRADED`, never the string "graded": a typo in a literal would never match."""
+    values = {str(status) for status in Status}
+    found = []
+    for path in GRADER.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                for side in [node.left, *node.comparators]:
+                    if isinstance(side, ast.Constant) and side.value in values:
+                        found.append(f"{path.relative_to(GRADER.parent)}:{node.lineno} compares with {side.value!r}")
+    assert not found, "; ".join(found)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import notebook as nbtools
+from grader import cells
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = (sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb")) + sorted((REPO / "solutions").glob("*/*.ipynb"))
@@ -69,7 +69,7 @@ def _sources():
     """(label, code) of every notebook's code cells and of every provided file."""
     out = []
     for path in NOTEBOOKS:
-        nb = nbtools.read(path)
+        nb = cells.read(path)
         code = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
         out.append((str(path.relative_to(REPO)), code))
     out += [(str(path.relative_to(REPO)), path.read_text()) for path in PROVIDED]

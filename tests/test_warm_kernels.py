@@ -1,4 +1,4 @@
-"""Warm kernels (issue 16, item 5): each student's kernel is a fresh fork of a server that imported
+"""Warm kernels: each student's kernel is a fresh fork of a server that imported
 torch, matplotlib and ipykernel once (grader/runtime/warm_kernels.py), in a sandbox of its own that
 matches bubblewrap's. What must hold, beyond the hostile corpus of test_broken_submissions.py (which
 grades through warm kernels, as autograde does for a batch):
@@ -10,7 +10,7 @@ grades through warm kernels, as autograde does for a batch):
 - each submission's worker, forked from the worker server (stages/execute.py: WorkerServer), is a
   fresh process that is stopped like a started one when its notebook overruns;
 - both servers end when the grader does, even though a batch starts them from a helper thread.
-Slow-ish (about 30 s): real kernels, marked `batch`."""
+Slow-ish (about 30 s): real kernels."""
 import json
 import os
 import subprocess
@@ -23,11 +23,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import batch as batch_module
-from grader.sandbox import Limits, SandboxUnavailable, WarmKernels, check_available
-from grader.stages.execute import WorkerServer, execute
+from grader import pipeline
+from grader.sandbox import Limits, SandboxUnavailable, WarmKernels
+from grader.stages.execute import WorkerServer, run_notebook
+from support.waiting import wait_until
 
-pytestmark = pytest.mark.batch
+pytestmark = [pytest.mark.kernel, pytest.mark.sandbox]
 
 
 GRADER_SECRET = "postgresql://grader:hunter2@db/gradebook"
@@ -35,10 +36,6 @@ GRADER_SECRET = "postgresql://grader:hunter2@db/gradebook"
 
 @pytest.fixture(scope="module")
 def warm():
-    try:
-        check_available()
-    except SandboxUnavailable as error:
-        pytest.skip(f"no sandbox here: {error}")
     os.environ["GRADER_DB_URL_FOR_THE_TEST"] = GRADER_SECRET      # what the grader's environment may hold
     try:
         server = WarmKernels.start()
@@ -92,7 +89,7 @@ def test_two_kernels_side_by_side_see_nothing_of_each_other(warm, tmp_path):
 
     def grade(name, other):
         source = LOOK_AROUND.replace("{other!r}", repr(str(work[other] / "kernel"))).replace("{port}", str(port))
-        runs[name] = execute(_notebook(source), work[name], total_timeout=120, warm=warm)
+        runs[name] = run_notebook(_notebook(source), work[name], total_timeout=120, kernel_server=warm)
 
     threads = [threading.Thread(target=grade, args=pair) for pair in (("alice", "bob"), ("bob", "alice"))]
     for thread in threads:
@@ -113,12 +110,13 @@ def test_two_kernels_side_by_side_see_nothing_of_each_other(warm, tmp_path):
 
 
 def test_no_state_passes_from_one_kernel_to_the_next(warm, tmp_path):
-    first = execute(_notebook("import torch, os\ntorch.left_behind = 'by the first student'\n"
+    first = run_notebook(_notebook("import torch, os\ntorch.left_behind = 'by the first student'\n"
                               "open('/tmp/left_behind', 'w').write('x')\nprint(torch.randn(3))"),
-                    tmp_path / "first", total_timeout=120, warm=warm)
-    second = execute(_notebook("import torch, os\nprint(hasattr(torch, 'left_behind'), os.path.exists('/tmp/left_behind'))\n"
+                         tmp_path / "first", total_timeout=120, kernel_server=warm)
+    second = run_notebook(_notebook("import torch, os\n"
+                                    "print(hasattr(torch, 'left_behind'), os.path.exists('/tmp/left_behind'))\n"
                                "print(torch.randn(3))"),
-                     tmp_path / "second", total_timeout=120, warm=warm)
+                          tmp_path / "second", total_timeout=120, kernel_server=warm)
     printed = _printed(second).splitlines()
     assert printed[0] == "False False", "a warm kernel carried state from the kernel before it"
     assert _printed(first).strip() == "\n".join(printed[1:]).strip(), \
@@ -136,35 +134,25 @@ def test_a_kernel_dies_with_the_process_that_started_it(warm, tmp_path):
     parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen(sys.argv[1:]); "
                                "time.sleep(3)"] + command)
     pids = runtime / "kernel-pids.json"
-    for _ in range(100):
-        if pids.exists() and pids.read_text():
-            break
-        time.sleep(0.1)
+    wait_until(lambda: pids.exists() and pids.read_text(), 10, "the kernel's pid file", interval=0.1)
     supervisor = json.loads(pids.read_text())["supervisor"]
     parent.wait()
-    for _ in range(50):
-        if not Path(f"/proc/{supervisor}").exists():
-            break
-        time.sleep(0.1)
-    assert not Path(f"/proc/{supervisor}").exists(), "the kernel outlived the process that started it"
+    wait_until(lambda: not Path(f"/proc/{supervisor}").exists(), 5,
+               "the kernel to die with the process that started it", interval=0.1)
 
 
 def test_without_a_working_server_grading_falls_back_to_cold_kernels(monkeypatch, capsys):
     def refuse(*_, **__):
         raise SandboxUnavailable("the warm kernel server cannot build a sandbox here: unshare: Operation not permitted")
-    monkeypatch.setattr(batch_module.WarmKernels, "start", refuse)
-    assert batch_module._start_warm_kernels() is None
+    monkeypatch.setattr(pipeline.WarmKernels, "start", refuse)
+    assert pipeline._start_warm_kernels() is None
     said = capsys.readouterr().err
     assert "unshare: Operation not permitted" in said and "starts cold (bubblewrap)" in said
 
 
 def test_closing_the_server_leaves_no_process(tmp_path):
-    try:
-        check_available()
-    except SandboxUnavailable as error:
-        pytest.skip(f"no sandbox here: {error}")
     server = WarmKernels.start()
-    run = execute(_notebook("print('hi')"), tmp_path / "run", total_timeout=120, warm=server)
+    run = run_notebook(_notebook("print('hi')"), tmp_path / "run", total_timeout=120, kernel_server=server)
     assert _printed(run) == "hi\n"
     folder = str(server.folder)
     server.close()
@@ -177,21 +165,18 @@ def test_forked_workers_are_fresh_and_stopped_when_a_notebook_overruns(warm, tmp
     try:
         seen = []
         for index in range(2):
-            run = execute(_notebook("import os; print(os.getcwd())"), tmp_path / f"run{index}", total_timeout=120,
-                          warm=warm, workers=workers)
+            run = run_notebook(_notebook("import os; print(os.getcwd())"), tmp_path / f"run{index}",
+                               total_timeout=120, kernel_server=warm, worker_server=workers)
             assert _printed(run).strip() == str(tmp_path / f"run{index}" / "kernel")
             seen.append(json.loads((tmp_path / f"run{index}" / "control" / "status.json").read_text()))
         started = time.monotonic()
-        stuck = execute(_notebook("import time\nwhile True:\n    time.sleep(0.1)"), tmp_path / "stuck",
-                        cell_timeout=60, total_timeout=5, warm=warm, workers=workers)
+        stuck = run_notebook(_notebook("import time\nwhile True:\n    time.sleep(0.1)"), tmp_path / "stuck",
+                             cell_timeout=60, total_timeout=5, kernel_server=warm, worker_server=workers)
         assert "did not finish within 5 s" in (stuck.problem or ""), stuck.problem
         assert time.monotonic() - started < 30
         kernel_pids = json.loads((tmp_path / "stuck" / "control" / "status.json").read_text())["kernel_pids"]
-        for _ in range(50):
-            if not any(Path(f"/proc/{pid}").exists() for pid in kernel_pids):
-                break
-            time.sleep(0.1)
-        assert not any(Path(f"/proc/{pid}").exists() for pid in kernel_pids), "the overrunning kernel is still running"
+        wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in kernel_pids), 5,
+                   "the overrunning kernel to be stopped", interval=0.1)
         workers_left = subprocess.run(["pgrep", "-P", str(workers.process.pid)], capture_output=True,
                                       text=True).stdout.split()
         assert workers_left == [], f"forked workers still running: {workers_left}"
@@ -204,7 +189,7 @@ import sys, time
 from concurrent.futures import ThreadPoolExecutor
 from grader.sandbox import WarmKernels
 from grader.stages.execute import WorkerServer
-with ThreadPoolExecutor(2) as pool:          # as Batch starts them: from helper threads that then end
+with ThreadPoolExecutor(2) as pool:          # as Batch.prepare starts them: from helper threads that then end
     warm, workers = pool.submit(WarmKernels.start).result(), pool.submit(WorkerServer.start).result()
 print(warm.process.pid, workers.process.pid, flush=True)
 time.sleep(60)
@@ -222,11 +207,8 @@ def test_both_servers_end_when_the_grader_is_killed(warm):
     finally:
         grader.kill()
         grader.wait()
-    for _ in range(50):
-        if not any(_running(pid) for pid in servers):
-            break
-        time.sleep(0.1)
-    assert not any(_running(pid) for pid in servers), "a server outlived its grader"
+    wait_until(lambda: not any(_running(pid) for pid in servers), 5, "both servers to end with their grader",
+               interval=0.1)
 
 
 def _running(pid):

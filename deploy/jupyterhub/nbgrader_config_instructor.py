@@ -10,7 +10,7 @@ if os.path.isfile(os.path.join(COURSE, "grader", "course.py")):
     sys.path.insert(0, COURSE)
     from grader.course import apply_course_config
 
-    apply_course_config(get_config())  # noqa: F821 - provided by traitlets when it loads this file
+    apply_course_config(get_config(), root=COURSE)  # noqa: F821 - provided by traitlets when it loads this file
 else:   # a warning, not an error: the instructor's server must still start to fix it
     print(f"nbgrader_config.py: no course checkout at {COURSE}: start the hub with "
           "deploy/jupyterhub/hub.py (it copies the repository there) or clone it there", file=sys.stderr)

@@ -1,6 +1,6 @@
 """The kernel's stand-in towards jupyter_client, when kernels come warm from the fork server
 (grader/runtime/warm_kernels.py): asks the server for a kernel, hands it this process's stdin,
-stdout and stderr, writes the pids that grader/stages/execute_worker.py watches, and exits with
+stdout and stderr, writes the pids that grader/runtime/execute_worker.py watches, and exits with
 the kernel's status. Killing this process kills the kernel (the server's supervisor sees it go).
 
     python -I -S kernel_stub.py SOCKET REQUEST_JSON_FILE CONNECTION_FILE PID_FILE

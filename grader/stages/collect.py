@@ -1,50 +1,42 @@
-"""Stage 1: find one notebook per student in whatever the instructor was given.
+"""collect: find one notebook per student in whatever the instructor was given.
 
 The source is a folder or a .zip as an LMS gives it (Canvas, Moodle, Blackboard), nbgrader's
-submitted/ folder or exchange inbound, or a plain folder of notebooks; lms_names.py reads who
+submitted/ folder or exchange inbound, or a plain folder of notebooks; grader/lms.py reads who
 submitted each file and when. When one student sent several files, the latest notebook is graded
-and the others are listed. Mapping the LMS's identity to the class list is the next stage
-(identify.py)."""
+and the others are listed; files no naming reads are listed as unrecognised, never dropped.
+Mapping the LMS's identity to the class list is the next stage (identify)."""
 import datetime
 import os
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from .lms_names import SAFE_ID, local_time, read_names, relative_files
-
-
-@dataclass
-class Submission:
-    student: str
-    path: Path | None          # the notebook to grade; None when there is nothing to grade
-    problem: str | None = None  # why it cannot be graded
-    note: str | None = None     # something the instructor should know (e.g. renamed file)
-    login: str = ""            # who the LMS says sent it (user id, username), before the roster
-    name: str = ""             # the LMS's readable name for them, when it gives one
-    submitted_at: datetime.datetime | None = None   # aware UTC, when the download says
-    lms_late: bool | None = None                   # the LMS's own late flag (Canvas)
-    others: list = field(default_factory=list)     # their other files, not graded
-    preset: str = ""
+from ..lms import SAFE_ID, local_time, read_names, relative_files
+from ..submission import Status, Submission
 
 
-@dataclass
-class Intake:
-    """What collect found: the submissions, which naming it read, and what it could not read."""
-    preset: str
-    submissions: list
-    unrecognised: list          # relative paths no submission could be made of
+def collect(intake, batch):
+    """Fill `intake` with one Submission per student found at `intake.source` (and the files no
+    naming reads); a zip is unpacked into the batch's scratch folder."""
+    options = batch.options
+    preset, intake.submissions, unrecognised = read_download(intake.source, batch.assignment_id, batch.scratch,
+                                                             lms=options.lms, pattern=options.pattern)
+    intake.preset = preset
+    intake.unrecognised = [Submission(path, status=Status.UNRECOGNISED,
+                                      reason=f"not read as a {preset} file name (use --lms or --pattern)")
+                           for path in unrecognised]
+    return intake
 
 
-def collect(assignment_id, source, workspace=None, lms="auto", pattern=None):
+def read_download(source, assignment_id, workspace, lms="auto", pattern=None):
+    """(the preset that read the names, [Submission], [relative paths of unrecognised files])."""
     source = Path(source)
     if not source.exists():
         raise FileNotFoundError(f"no such file or folder: {source}")
     from_zip = source.is_file()
     if from_zip:
-        source = _unzip(source, Path(workspace or tempfile.mkdtemp(prefix="submissions-")))
+        source = _unzip(source, Path(tempfile.mkdtemp(prefix="download-", dir=workspace)))
     files = [(rel, path, _file_time(path) if from_zip else None) for rel, path in relative_files(source)]
     preset, found, unrecognised = read_names(files, assignment_id, lms=lms, pattern=pattern)
     by_login = {}
@@ -56,10 +48,10 @@ def collect(assignment_id, source, workspace=None, lms="auto", pattern=None):
             login = SAFE_ID.sub("_", entry.name.split("+")[0])
             if entry.is_dir() and not entry.name.startswith((".", "__MACOSX")) and login not in by_login \
                     and not any(p.is_file() for p in entry.rglob("*")):
-                submissions.append(Submission(login, None, problem=f"no {assignment_id}.ipynb in the submission",
+                submissions.append(Submission(login, None, reason=f"no {assignment_id}.ipynb in the submission",
                                               login=login, preset=preset))
     unrecognised = [str(r) for r in unrecognised if not (preset == "nbgrader" and r.name == "timestamp.txt")]
-    return Intake(preset, sorted(submissions, key=lambda s: s.login), unrecognised)
+    return preset, sorted(submissions, key=lambda s: s.login), unrecognised
 
 
 def _latest(assignment_id, attempts):
@@ -73,7 +65,7 @@ def _latest(assignment_id, attempts):
     notebooks = [f for f in attempts if f.path.suffix == ".ipynb"]
     if not notebooks:
         names = ", ".join(f.path.name for f in attempts)
-        submission.path, submission.problem = None, f"no notebook in the submission (found {names})"
+        submission.path, submission.reason = None, f"no notebook in the submission (found {names})"
         return submission
     # files of one folder with nothing to order them by: the expected name, else no guess
     tied = [f for f in notebooks if f.attempt_key[1:3] == notebooks[0].attempt_key[1:3]]
@@ -81,18 +73,17 @@ def _latest(assignment_id, attempts):
         named = [f for f in tied if f.path.name == expected]
         if not named:
             submission.path = None
-            submission.problem = f"no {expected}, and several other notebooks ({', '.join(f.path.name for f in tied)})"
+            submission.reason = f"no {expected}, and several other notebooks ({', '.join(f.path.name for f in tied)})"
             return submission
         chosen = named[0]
         submission.path = chosen.path
         submission.others = [f.path.name for f in attempts if f is not chosen]
     if chosen.preset in ("nbgrader", "folder") and len(chosen.relative.parts) > 1 and chosen.path.name != expected:
-        submission.note = f"notebook was renamed to {chosen.path.name}; graded as {expected}"
+        submission.note(f"notebook was renamed to {chosen.path.name}; graded as {expected}")
     if submission.others:
         later = "" if not chosen.submitted_at else f" ({_shown_time(chosen.submitted_at)})"
-        extra = (f"graded the latest file, {chosen.path.name}{later}; not graded: "
-                 + ", ".join(submission.others))
-        submission.note = f"{submission.note}; {extra}" if submission.note else extra
+        submission.note(f"graded the latest file, {chosen.path.name}{later}; not graded: "
+                        + ", ".join(submission.others))
     return submission
 
 

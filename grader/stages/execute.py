@@ -1,4 +1,4 @@
-"""Stage 3: run the submission in a kernel of its own, in a working copy of its own.
+"""execute: run the submission in a kernel of its own, in a working copy of its own.
 
 Test cells are rewritten to go through the recorder (grader/runtime/record.py), so the kernel
 computes and records but never judges. Execution happens in a worker process with an overall
@@ -21,10 +21,11 @@ from pathlib import Path
 import nbformat
 import torch
 
-from .. import notebook as nbtools
+from .. import cells
 from ..course import CELL_TIMEOUT_S, KERNEL_NAME, PACKAGE_REPO
 from ..provided import checks_source
 from ..sandbox import GRADED_RUN_ENV, ForkServer, Limits, read_json, write_kernelspec
+from ..submission import NotGraded
 
 RECORDER_SOURCE = (Path(__file__).resolve().parent.parent / "runtime" / "record.py").read_text()
 RECORDS_DIR = ".grader_records"
@@ -32,7 +33,7 @@ RECORDS_DIR = ".grader_records"
 # itself stops a kernel that ignores an interrupt 10 s after its cell timeout (execute_worker.py)
 TOTAL_TIMEOUT_MAX_S = 600
 MAX_RECORD_BYTES = 64 * 2**20
-WORKER_MODULE = "grader.stages.execute_worker"
+WORKER_MODULE = "grader.runtime.execute_worker"
 
 
 @dataclass
@@ -52,20 +53,35 @@ def instrument(nb):
                + f", records_dir={RECORDS_DIR!r})\nflop_counter_without_dynamo()\n"
                + "del TestRecorder, flop_counter_without_dynamo\n")
     for cell in run_nb.cells:
-        if nbtools.is_test_cell(cell):
-            cell.source = (f"__course_grader__.run_test({nbtools.grade_id(cell)!r}, "
+        if cells.is_test_cell(cell):
+            cell.source = (f"__course_grader__.run_test({cells.grade_id(cell)!r}, "
                            f"{cell.source!r}, globals())")
     run_nb.cells.insert(0, nbformat.v4.new_code_cell(prelude))
     return run_nb
 
 
-def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, limits=None, sandboxed=True, warm=None,
-            workers=None):
+def execute(submission, batch):
+    """Run `submission.notebook` in its working folder; `submission.execution` holds what it
+    recorded and the executed notebook."""
+    options = batch.options
+    run = run_notebook(submission.notebook, submission.workdir / "run", cell_timeout=options.cell_timeout,
+                       total_timeout=options.total_timeout, sandboxed=options.sandboxed,
+                       kernel_server=batch.kernel_server, worker_server=batch.worker_server)
+    if run.problem:
+        raise NotGraded(run.problem)
+    submission.note(run.note)
+    submission.execution = run
+    return submission
+
+
+def run_notebook(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, limits=None, sandboxed=True,
+                 kernel_server=None, worker_server=None):
     """Run `nb` in a fresh kernel. The kernel sees only workdir/kernel (its working copy);
     workdir/control, the grader's side (instrumented notebook, status, kernelspec), stays out
-    of its reach when sandboxed. `warm`, a started sandbox.WarmKernels: the sandboxed kernel comes
-    from its fork server, torch and matplotlib already imported. `workers`, a started WorkerServer:
-    the process that drives the kernel is forked from it rather than started from scratch."""
+    of its reach when sandboxed. `kernel_server`, a started sandbox.WarmKernels: the sandboxed
+    kernel comes from its fork server, torch and matplotlib already imported. `worker_server`, a
+    started WorkerServer: the process that drives the kernel is forked from it rather than
+    started from scratch."""
     limits = limits or Limits()
     workdir = Path(workdir)
     kernel_dir, control = workdir / "kernel", workdir / "control"
@@ -75,17 +91,17 @@ def execute(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, limits
     # both sides see at the same path; a short one under /tmp, as a socket's path has at most 107 bytes.
     runtime = Path(tempfile.mkdtemp(prefix="grader-kernel-", dir="/tmp"))
     try:
-        return _execute(nb, workdir, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, sandboxed,
-                        warm, workers)
+        return _run(nb, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, sandboxed,
+                    kernel_server, worker_server)
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
 
 
-def _execute(nb, workdir, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, sandboxed, warm,
-             workers):
+def _run(nb, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, sandboxed, kernel_server,
+         worker_server):
     kernel_name = KERNEL_NAME
     if sandboxed:
-        kernel_name = write_kernelspec(control, kernel_dir, runtime, limits, warm=warm)
+        kernel_name = write_kernelspec(control, kernel_dir, runtime, limits, kernel_server=kernel_server)
     nbformat.write(instrument(nb), str(control / "run.ipynb"))
     code_cells = sum(cell.cell_type == "code" for cell in nb.cells)
     total_timeout = total_timeout or min(cell_timeout * (code_cells + 2), TOTAL_TIMEOUT_MAX_S)
@@ -93,7 +109,7 @@ def _execute(nb, workdir, kernel_dir, control, runtime, cell_timeout, total_time
                JUPYTER_PATH=str(control), JUPYTER_RUNTIME_DIR=str(runtime))
     arguments = [str(control), str(kernel_dir), kernel_name, str(cell_timeout), json.dumps(asdict(limits))]
     started = time.time()
-    worker = workers.fork(arguments, env, str(PACKAGE_REPO)) if workers is not None else None
+    worker = worker_server.fork(arguments, env, str(PACKAGE_REPO)) if worker_server is not None else None
     if worker is None:
         with open(control / "worker.log", "wb") as log:
             worker = subprocess.Popen([sys.executable, "-m", WORKER_MODULE] + arguments, cwd=PACKAGE_REPO, env=env,
@@ -159,14 +175,14 @@ def _kill_everything(worker, workdir):
 
 
 class WorkerServer(ForkServer):
-    """The worker server of execute_worker.py (`--serve`), for one batch: `start()` it, pass it to
-    execute(), `close()` it. It has imported nbclient, jupyter_client and nbformat once; each
+    """The worker server of runtime/execute_worker.py (`--serve`), for one batch: `start()` it, pass
+    it to run_notebook(), `close()` it. It has imported nbclient, jupyter_client and nbformat once; each
     submission's worker is a fork of it (a fresh process, never reused), which saves the
     quarter of a CPU-second those imports cost every submission."""
 
     @classmethod
     def start(cls, timeout=60):
-        """A started server; RuntimeError if it does not start (then execute() starts each worker)."""
+        """A started server; RuntimeError if it does not start (then run_notebook() starts each worker)."""
         folder = Path(tempfile.mkdtemp(prefix="grader-workers-", dir="/tmp"))
         server, said = cls.launch([sys.executable, "-m", WORKER_MODULE, "--serve", str(folder / "server.sock")],
                                   folder, timeout, cwd=PACKAGE_REPO)

@@ -1,28 +1,30 @@
-"""Stage 2: who each submission belongs to.
+"""identify: who each submission belongs to.
 
 Without a roster, a student's id is what the download names them by, made stable across
 assignments (Canvas: sortable name and user id, never the per-assignment submission id). With a
 roster, the LMS's identity must match one roster student: by LMS user id, id, e-mail or its local
 part, and for Canvas and Moodle by name when no id matches. A submission from someone not on the
-roster is reported and not graded; roster students who sent nothing are listed as missing."""
+roster is reported and not graded; roster students who sent nothing, now or in an earlier
+download of the same assignment, are listed as missing."""
 import re
-from dataclasses import dataclass, field
+import warnings
+from pathlib import Path
 
-from .lms_names import SAFE_ID
-
-
-@dataclass
-class Stranger:
-    """A submission no roster student could be found for."""
-    submission: object
-    reason: str
+from .. import compat
+from ..lms import SAFE_ID
+from ..roster import load_roster
+from ..submission import Status, Submission
 
 
-@dataclass
-class Identified:
-    submissions: list                               # to grade, student = roster id
-    strangers: list = field(default_factory=list)   # Stranger, for people not on the roster
-    missing: list = field(default_factory=list)     # roster students without a submission
+def identify(intake, batch):
+    """Give every submission of `intake` its student id; the people the roster does not know become
+    `intake.strangers`, the roster students with nothing graded `intake.missing`."""
+    roster = load_roster(batch.course)
+    intake.submissions, intake.strangers, missing = match_roster(intake.submissions, roster)
+    graded_before = _students_with_submissions(batch.course_db, batch.assignment_id) if missing else set()
+    intake.missing = [Submission(s.id, status=Status.MISSING, reason=f"{s.display}: no submission")
+                      for s in missing if s.id not in graded_before]
+    return intake
 
 
 def _slug(text):
@@ -58,34 +60,50 @@ def describe(submission):
     return f"{name}({who} {submission.login})"
 
 
-def identify(submissions, roster=None):
+def match_roster(submissions, roster=None):
+    """(submissions with their roster ids, strangers, roster students without a submission here).
+    Without a roster (None) everyone who submitted is a student, under default_id."""
     if roster is None:
         for submission in submissions:
             submission.student = default_id(submission)
-        return Identified(submissions)
+        return submissions, [], []
     chosen, strangers = {}, []
     for submission in submissions:
         hits = _candidates(submission, roster)
-        if not hits:
-            strangers.append(Stranger(submission, "not graded (add them to the roster with `python -m grader roster "
-                                          "import`, then grade again)"))
-            continue
-        if len(hits) > 1:
-            strangers.append(Stranger(submission, f"matches several roster students ({', '.join(s.id for s in hits)}): "
-                                          "not graded (give each an lms_user_id in the roster)"))
+        if not hits or len(hits) > 1:
+            why = ("not graded (add them to the roster with `python -m grader roster import`, then grade again)"
+                   if not hits else f"matches several roster students ({', '.join(s.id for s in hits)}): "
+                   "not graded (give each an lms_user_id in the roster)")
+            strangers.append(Submission(describe(submission), submission.path, login=submission.login,
+                                        name=submission.name, preset=submission.preset,
+                                        status=Status.NOT_ON_ROSTER, reason=why))
             continue
         submission.student = hits[0].id
         if submission.student in chosen:        # two logins of one student: the later counts
             earlier = chosen[submission.student]
             later, other = sorted((earlier, submission), key=_when)[::-1]
             later.others = later.others + [other.path.name if other.path else describe(other)]
-            later.note = "; ".join(filter(None, [later.note, f"also submitted as {describe(other)}, not graded"]))
+            later.note(f"also submitted as {describe(other)}, not graded")
             chosen[submission.student] = later
         else:
             chosen[submission.student] = submission
     missing = [s for s in roster if s.id not in chosen]
-    return Identified(sorted(chosen.values(), key=lambda s: s.student), strangers, missing)
+    return sorted(chosen.values(), key=lambda s: s.student), strangers, missing
 
 
 def _when(submission):
     return submission.submitted_at.timestamp() if submission.submitted_at else float("-inf")
+
+
+def _students_with_submissions(db_url, assignment_id):
+    """Students the gradebook already holds a submission of (a re-grade of one student's folder
+    does not make the rest of the class missing)."""
+    from nbgrader.api import MissingEntry
+    if db_url.startswith("sqlite:///") and not Path(db_url.removeprefix("sqlite:///")).exists():
+        return set()
+    with warnings.catch_warnings(), compat.gradebook(db_url) as gb:
+        warnings.simplefilter("ignore")
+        try:
+            return {s.student.id for s in gb.find_assignment(assignment_id).submissions}
+        except MissingEntry:
+            return set()

@@ -1,12 +1,33 @@
-"""The verdict: compare what a submission's test cells observed with the expected values that
-the reference solution produced, using the same comparisons the notebook's helpers make.
+"""judge: the verdict on each test cell. Compare what the submission's test cells observed with
+the expected values that the reference solution produced, using the same comparisons the
+notebook's helpers make; and look in the student's own code for PyTorch's built-in attention
+(grader/forbidden.py).
 
 Runs only in the trusted grader process. Student records are plain data (loaded with
 torch.load(weights_only=True)); the expected values come from the trace of the solution.
 """
 from dataclasses import dataclass, field
 
+from .. import cells
+from ..forbidden import forbidden_uses
 from ..provided.checks import COMPARISONS
+
+
+def judge(submission, batch):
+    """`submission.verdicts`, one per test cell of the assignment, in order."""
+    submission.verdicts = judge_notebook(batch.trace, submission.execution.records,
+                                         student_code_findings(submission.notebook, batch.released_tests))
+    return submission
+
+
+def student_code_findings(nb, released_tests=frozenset()):
+    """Forbidden calls in the student's own code: not test or locked cells, and not an unchanged copy
+    of a released test cell (pasted again, duplicated), which is the course's code -- a visible test
+    may compare with torch's built-in attention."""
+    return [finding for c in nb.cells
+            if c.cell_type == "code" and not cells.is_test_cell(c) and not cells.is_locked(c)
+            and c.source.strip() not in released_tests
+            for finding in forbidden_uses(c.source)]
 
 
 @dataclass
@@ -60,7 +81,7 @@ def judge_cell(trusted, student, static_findings=()):
 def _compare(expected, actual):
     try:
         return COMPARISONS[expected["kind"]](actual, expected.get("expected"), **expected.get("options", {}))
-    except Exception as error:  # a malformed record must fail the check, not the grader
+    except Exception as error:  # noqa: BLE001 - a malformed record must fail the check, not the grader
         return f"could not compare the result ({type(error).__name__}: {error})"
 
 

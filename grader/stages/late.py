@@ -1,5 +1,6 @@
-"""Deadlines: the assignment's due date and each submission's time in the course gradebook, and
-nbgrader's late-submission penalty applied by nbgrader's own AssignLatePenalties.
+"""late: the submission time in the course gradebook, and nbgrader's late-submission penalty
+applied by nbgrader's own AssignLatePenalties (after the merge: on the merged score, manual grades
+included). The assignment's due date is set once per run (Batch.prepare, set_due_date).
 
 The penalty plugin is nbgrader's configuration: in nbgrader_config.py
     c.AssignLatePenalties.plugin_class = "grader.stages.late.PerDayPenalty"   # or nbgrader's default
@@ -12,13 +13,31 @@ import logging
 import math
 import re
 
+import nbformat
 from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Float
 from traitlets.config import Config
 
+from .. import compat
+from ..submission import Status
+
 _QUIET = logging.getLogger("grader.late")
 _QUIET.setLevel(logging.ERROR)
 PENALTY_SECTIONS = ("AssignLatePenalties", "LateSubmissionPlugin", "PerDayPenalty")
+
+
+def late(submission, batch):
+    """Record when the submission came and let nbgrader set its penalty; `submission.late`: late by
+    the due date or by the LMS's own flag, None when nobody can tell."""
+    submission.late = submission.lms_late
+    if submission.status not in (Status.GRADED, Status.NOT_GRADED):
+        return submission
+    seconds_late, submission.penalty = apply_late_penalty(batch.assignment_id, submission.student, batch.course_db,
+                                                          submission.submitted_at, batch.penalty_config)
+    if seconds_late is not None:
+        submission.seconds_late = seconds_late
+        submission.late = seconds_late > 0 or bool(submission.lms_late)
+    return submission
 
 
 class PerDayPenalty(LateSubmissionPlugin):
@@ -72,13 +91,12 @@ def set_due_date(gradebook, assignment_id, due):
     gradebook.update_or_create_assignment(assignment_id, duedate=naive_utc(due))
 
 
-def apply_late_penalty(assignment_id, student, db_url, submitted_at, notebook, config):
+def apply_late_penalty(assignment_id, student, db_url, submitted_at, config):
     """Record the submission time and let nbgrader's AssignLatePenalties set the penalty;
     returns (seconds late or None when unknown, penalty)."""
-    from nbgrader.api import Gradebook
     from nbgrader.preprocessors import AssignLatePenalties
 
-    with Gradebook(db_url) as gb:
+    with compat.gradebook(db_url) as gb:
         submission = gb.find_submission(assignment_id, student)
         submission.timestamp = naive_utc(submitted_at)
         gb.db.commit()
@@ -91,7 +109,8 @@ def apply_late_penalty(assignment_id, student, db_url, submitted_at, notebook, c
             return (0.0 if known else None), 0.0
     resources = {"nbgrader": {"db_url": db_url, "assignment": assignment_id, "notebook": assignment_id,
                               "student": student}}
-    AssignLatePenalties(config=config, log=_QUIET).preprocess(notebook, resources)
-    with Gradebook(db_url) as gb:
+    # it reads and writes the gradebook only; the notebook it is handed passes through untouched
+    AssignLatePenalties(config=config, log=_QUIET).preprocess(nbformat.v4.new_notebook(), resources)
+    with compat.gradebook(db_url) as gb:
         submission = gb.find_submission(assignment_id, student)
         return (submission.total_seconds_late if known else None), float(submission.late_submission_penalty or 0)

@@ -1,12 +1,16 @@
-"""Stage 6: merge one submission's temporary gradebook into the course gradebook.
+"""merge: one submission's result into the course gradebook and autograded/.
 
-The only stage that writes course state; with parallel grading it runs in one process, so the
-gradebook has a single writer. Manual grades already given are kept."""
+The only stage that writes the course's grades; with parallel grading it runs in one process, one
+submission at a time, so the gradebook has a single writer. Manual grades already given are kept.
+A submission that could not be graded still gets its row, with no auto scores and flagged for
+manual grading -- never a silent zero."""
 import shutil
 import warnings
 from pathlib import Path
 
-from nbgrader.api import Gradebook
+from .. import compat
+from ..lms import NBGRADER_KEYS
+from ..submission import TEMPLATE_STUDENT, Status
 
 # nbgrader's update_or_create_submission trips SQLAlchemy's autoflush warning ("... not in
 # session ..."); it is harmless. One targeted filter for the whole process, used by every stage
@@ -14,14 +18,27 @@ from nbgrader.api import Gradebook
 warnings.filterwarnings("ignore", message=".*not in session.*")
 
 
-def merge(assignment_id, student, temp_db_url, course_db_url, autograded_nb_path, autograded_dir,
-          temp_student=None):
-    """The scores of `temp_student` (default: `student`) in the temporary gradebook become `student`'s
-    in the course gradebook."""
-    with Gradebook(temp_db_url) as temp, Gradebook(course_db_url) as course:
+def merge(submission, batch):
+    aid, course = batch.assignment_id, batch.course
+    if submission.status == Status.GRADED:
+        merge_gradebook(aid, submission.student, submission.db_url, batch.course_db)
+        destination = course.grading_dir / "autograded" / submission.student / aid
+        destination.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(submission.autograded, destination / f"{aid}.ipynb")
+        if submission.preset == "nbgrader" and submission.path is not None:
+            _keep_nbgrader_keys(submission.path.parent, destination)
+    elif submission.status == Status.NOT_GRADED:
+        record_not_graded(aid, submission.student, batch.course_db)
+    return submission
+
+
+def merge_gradebook(assignment_id, student, temp_db_url, course_db_url, temp_student=TEMPLATE_STUDENT):
+    """The scores of `temp_student` in the temporary gradebook become `student`'s in the course
+    gradebook; a manual grade already given stays."""
+    with compat.gradebook(temp_db_url) as temp, compat.gradebook(course_db_url) as course:
         course.update_or_create_student(student)
         course.update_or_create_submission(assignment_id, student)
-        source = temp.find_submission_notebook(assignment_id, assignment_id, temp_student or student)
+        source = temp.find_submission_notebook(assignment_id, assignment_id, temp_student)
         target = course.find_submission_notebook(assignment_id, assignment_id, student)
         # each notebook's grades and comments loaded at once, not one query per cell (find_grade)
         grades = {grade.name: grade for grade in target.grades}
@@ -33,15 +50,11 @@ def merge(assignment_id, student, temp_db_url, course_db_url, autograded_nb_path
         for comment in source.comments:
             comments[comment.name].auto_comment = comment.auto_comment
         course.db.commit()
-    destination = Path(autograded_dir) / student / assignment_id
-    destination.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(autograded_nb_path, destination / f"{assignment_id}.ipynb")
 
 
 def record_not_graded(assignment_id, student, course_db_url):
-    """A submission that could not be graded still appears in the gradebook, with no auto
-    scores and flagged for manual grading — never as a silent zero."""
-    with Gradebook(course_db_url) as course:
+    """The submission's row in the gradebook, with no auto scores and flagged for manual grading."""
+    with compat.gradebook(course_db_url) as course:
         course.update_or_create_student(student)
         submission = course.update_or_create_submission(assignment_id, student)
         for notebook in submission.notebooks:
@@ -49,3 +62,12 @@ def record_not_graded(assignment_id, student, course_db_url):
                 grade.auto_score = None
                 grade.needs_manual_grade = True
         course.db.commit()
+
+
+def _keep_nbgrader_keys(submitted, graded):
+    """nbgrader's timestamp.txt and submission_secret.txt go beside the autograded notebook, as
+    nbgrader's own autograde puts them: generate_feedback copies them on into feedback/, where
+    release_feedback (the Formgrader's button) needs them to return the feedback via the exchange."""
+    for key in NBGRADER_KEYS:
+        if (Path(submitted) / key).is_file():
+            shutil.copy2(Path(submitted) / key, Path(graded) / key)

@@ -1,4 +1,4 @@
-"""Stage 5: turn verdicts into cell outputs and points, with nbgrader's own scoring.
+"""score: turn verdicts into cell outputs and points, with nbgrader's own scoring.
 
 A passing test cell gets a one-line confirmation, a failing one an error output whose only
 text is the judge's message (never the hidden test source); nbgrader's SaveAutoGrades then
@@ -9,7 +9,23 @@ import nbformat
 from nbgrader.preprocessors import LimitOutput, SaveAutoGrades
 from traitlets.config import Config
 
-from .. import notebook as nbtools
+from .. import cells
+from ..submission import TEMPLATE_STUDENT, Status
+
+
+def score(submission, batch):
+    """The graded notebook (`submission.autograded`, beside its gradebook), its points and failed
+    tests; the submission is GRADED."""
+    aid = batch.assignment_id
+    graded = save_auto_grades(build_autograded(submission.notebook, submission.execution.notebook,
+                                               submission.verdicts), aid, submission.db_url)
+    submission.autograded = submission.workdir / f"{aid}.ipynb"
+    nbformat.write(graded, str(submission.autograded))
+    points = cells.test_points(submission.notebook)
+    submission.failed = [v.grade_id for v in submission.verdicts if not v.passed]
+    submission.score = sum(points.get(v.grade_id, 0) for v in submission.verdicts if v.passed)
+    submission.status = Status.GRADED
+    return submission
 
 
 def verdict_outputs(verdict):
@@ -28,8 +44,8 @@ def build_autograded(sanitized, executed, verdicts):
     for cell, ran in zip(result.cells, executed.cells):
         if cell.cell_type != "code":
             continue
-        if nbtools.is_test_cell(cell):
-            verdict = by_id.get(nbtools.grade_id(cell))
+        if cells.is_test_cell(cell):
+            verdict = by_id.get(cells.grade_id(cell))
             cell.outputs = verdict_outputs(verdict) if verdict else []
         else:
             cell.outputs = ran.get("outputs", [])
@@ -37,7 +53,7 @@ def build_autograded(sanitized, executed, verdicts):
     return result
 
 
-def score(nb, assignment_id, student, db_url):
+def save_auto_grades(nb, assignment_id, db_url, student=TEMPLATE_STUDENT):
     """Write auto scores into the (temporary) gradebook; returns the notebook nbgrader saw."""
     config = Config()
     config.LimitOutput.max_lines = 200
@@ -45,6 +61,6 @@ def score(nb, assignment_id, student, db_url):
                               "student": student}}
     quiet = logging.getLogger("score")
     quiet.setLevel(logging.ERROR)
-    for stage in (LimitOutput, SaveAutoGrades):
-        nb, resources = stage(config=config, log=quiet).preprocess(nb, resources)
+    for step in (LimitOutput, SaveAutoGrades):
+        nb, resources = step(config=config, log=quiet).preprocess(nb, resources)
     return nb

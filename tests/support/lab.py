@@ -2,7 +2,7 @@
 
 Layout of the temporary course root (the server's root_dir and cwd):
 
-    <tmp>/nbgrader_config.py      the repo's course config (grader.course.apply_course_config)
+    <tmp>/nbgrader_config.py      the repo's course config (grader.course.Course.nbgrader_config)
                                   with source = the repo's solutions/, and release/, course
                                   state and gradebook inside <tmp>, so formgrader lists a1..a4
                                   and writes nothing into the repo
@@ -20,10 +20,10 @@ import secrets
 import signal
 import socket
 import subprocess
-import sys
-import time
 import urllib.request
 from pathlib import Path
+
+from .waiting import TimedOut, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
@@ -54,10 +54,11 @@ def make_course_root(tmp: Path) -> Path:
     (root / "nbgrader_config.py").write_text(
         "import sys\n"
         f"sys.path.insert(0, {str(REPO)!r})\n"
-        "from grader.course import apply_course_config\n"
+        "from grader.course import Course\n"
         "c = get_config()  # noqa: F821\n"
-        f"apply_course_config(c, root={str(root)!r}, release_dir={str(root / 'release')!r},\n"
-        f"                    course_dir={str(root / 'course')!r})\n")
+        f"Course({str(REPO)!r}, grading_dir={str(root / 'course')!r}).nbgrader_config(\n"
+        f"    c, release_dir={str(root / 'release')!r})\n"
+        f"c.CourseDirectory.root = {str(root)!r}\n")
     for name, value in LAB_SETTINGS.items():
         path = tmp / "lab_settings" / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -71,11 +72,12 @@ def submit(root: Path, assignment_id, student, nb):
     course/submitted/<student>/<id>/ with its timestamp."""
     import nbformat
 
+    from grader.course import Course
     from grader.release import generate_release
 
-    course = root / "course"
-    generate_release(assignment_id, root / "release", course_dir=course, db_url=f"sqlite:///{course / 'gradebook.db'}")
-    folder = course / "submitted" / student / assignment_id
+    course = Course(REPO, grading_dir=root / "course")
+    generate_release(course, assignment_id, root / "release")
+    folder = course.grading_dir / "submitted" / student / assignment_id
     folder.mkdir(parents=True)
     nbformat.write(nb, folder / f"{assignment_id}.ipynb")
     (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
@@ -118,19 +120,19 @@ class LabServer:
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(cmd, cwd=self.root, env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited with {self.proc.returncode}; "
-                                   f"log:\n{self.log_path.read_text()[-3000:]}")
+        def answers():
             try:
                 with urllib.request.urlopen(self.url("api/status"), timeout=2) as r:
-                    if r.status == 200:
-                        return self
+                    return r.status == 200
             except OSError:
-                time.sleep(0.5)
-        raise RuntimeError(f"jupyter lab did not answer in {timeout}s; "
-                           f"log:\n{self.log_path.read_text()[-3000:]}")
+                return False
+        try:
+            wait_until(answers, timeout, "jupyter lab to answer", interval=0.5,
+                       stop_early=lambda: self.proc.poll() is not None)
+        except TimedOut:
+            raise RuntimeError(f"jupyter lab did not answer in {timeout}s (exit status {self.proc.poll()}); "
+                               f"log:\n{self.log_path.read_text()[-3000:]}") from None
+        return self
 
     def stop(self):
         if self.proc is None:

@@ -129,6 +129,8 @@ def folder(relative, path, assignment_id, file_time=None):
     """No LMS: the student is the file's name (less the assignment id) or the top folder's."""
     parts = relative.parts
     if len(parts) == 1:
+        if relative.suffix != ".ipynb":     # a stray README beside the notebooks names nobody
+            return None
         stem = relative.stem.replace(assignment_id, "").strip("_- ") or relative.stem
         return Found(path, login=SAFE_ID.sub("_", stem), preset="folder")
     inner = parts[1:] if len(parts) == 2 or parts[1] != assignment_id else parts[2:]

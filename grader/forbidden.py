@@ -1,4 +1,4 @@
-"""Static check of a submission's own code for PyTorch's built-in attention.
+"""The static check of a submission's own code for PyTorch's built-in attention (used by the judge stage).
 
 Runs in the trusted grader on the submitted source, so it cannot be switched off from the
 student's kernel; it complements the run-time check (check_no_forbidden_calls), which sees
@@ -7,7 +7,7 @@ another name, a captured reference to the C binding and a name assembled from st
 """
 import ast
 
-from .. import notebook as nbtools
+from . import cells
 
 FORBIDDEN_NAMES = {
     "scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward",
@@ -21,7 +21,7 @@ SUSPICIOUS_WORDS = ("scaled_dot_product", "multiheadattention", "multi_head_atte
 def forbidden_uses(source):
     """Findings as short sentences, e.g. "line 4: F.scaled_dot_product_attention"."""
     try:
-        tree = nbtools.parse(source)
+        tree = cells.parse(source)
     except SyntaxError:   # a cell that does not parse still must not hide a forbidden name
         lowered = source.lower().replace("_", "")
         return [f"mentions {name}" for name in sorted(FORBIDDEN_NAMES)

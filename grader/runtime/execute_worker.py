@@ -4,7 +4,7 @@ everything it starts can be ended together. Reads and writes only the grader's c
 watchdog ends the kernel if it starts too many processes; outputs are cut to the byte limits
 before they are saved.
 
-Started by execute.py either as a program of its own (`python -m grader.stages.execute_worker
+Started by execute.py either as a program of its own (`python -m grader.runtime.execute_worker
 CONTROL KERNEL_DIR ...`), or forked from a worker server (`--serve SOCKET`, below) that has done
 this module's imports once for the whole batch."""
 import json
@@ -25,8 +25,8 @@ from jupyter_client.manager import AsyncKernelManager  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import DeadKernelError  # noqa: E402
 
-from ..runtime.warm_kernels import PR_SET_PDEATHSIG, prctl, serve_forking  # noqa: E402
 from ..sandbox import KERNEL_PIDS_FILE, Limits, read_json  # noqa: E402
+from .warm_kernels import PR_SET_PDEATHSIG, prctl, serve_forking  # noqa: E402
 
 # nbclient interrupts a cell at its timeout; a kernel that honours the interrupt ends the cell within
 # a second or two. One still running this long after is ignoring it (nbclient would keep waiting).

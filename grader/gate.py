@@ -18,15 +18,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import nbformat
 import torch
 from tqdm.auto import tqdm
 
-from . import notebook as nbtools
-from .course import SOURCE_DIR
+from . import cells, pipeline
 from .inprocess import run_in_process
-from .stages.judge import judge_notebook
 from .mutants import load_alternatives, load_catalogue
 from .release import release_differences, stale_provided_cells
+from .samples import release_notebook
+from .sandbox import unavailable_reason
+from .stages.judge import judge_notebook
+from .submission import Options, Status, Submission
 from .trace import solution_trace
 
 MIN_MUTANTS = 12
@@ -55,14 +58,14 @@ class AssignmentReport:
         return all(r.ok for r in self.results)
 
 
-def check_assignment(assignment_id, run_release=True, progress=True, device=None):
+def check_assignment(course, assignment_id, run_release=True, progress=True, device=None):
     started = time.time()
     report = AssignmentReport(assignment_id)
-    source = nbtools.read(nbtools.notebook_path(SOURCE_DIR, assignment_id))
-    points = nbtools.test_points(source)
+    source = cells.read(course.source_notebook(assignment_id))
+    points = cells.test_points(source)
     full = sum(points.values())
 
-    trace = solution_trace(assignment_id, device)
+    trace = solution_trace(course, assignment_id, device)
     solution_records = {gid: {**rec, "observations": [dict(o) for o in rec["observations"]]}
                         for gid, rec in trace.records.items()}
     verdicts = judge_notebook(trace, solution_records)
@@ -73,25 +76,26 @@ def check_assignment(assignment_id, run_release=True, progress=True, device=None
                                       else "; ".join(failed + errors)[:500]))
 
     if run_release and device is None:
-        report.results.append(_check_release_scores_zero(assignment_id, full))
+        report.results.append(_check_release_scores_zero(course, assignment_id, full))
     if device is None:   # (b) and (c) do not depend on the device: CI proves them on the CPU
-        report.results.append(_check_up_to_date(assignment_id, source))
-    _check_mutants(assignment_id, source, trace, points, device, progress, report)
-    report.results.append(_check_alternatives(assignment_id, source, trace, points, device, progress, report))
+        report.results.append(_check_up_to_date(course, assignment_id, source))
+    _check_mutants(course, assignment_id, source, trace, points, device, progress, report)
+    report.results.append(_check_alternatives(course, assignment_id, source, trace, points, device, progress,
+                                              report))
     report.seconds = time.time() - started
     return report
 
 
-def _check_up_to_date(assignment_id, source):
+def _check_up_to_date(course, assignment_id, source):
     stale = stale_provided_cells(source)
-    differing = release_differences(assignment_id)
+    differing = release_differences(course, assignment_id)
     problems = [f"provided cell {g} differs from grader/provided/{f} (run `python -m grader sync`)"
                 for g, f in stale] + [f"assignments/{assignment_id}/{name} is stale (run `python -m grader release`)"
                                       for name in differing]
     return CheckResult("(c) release and provided cells up to date", not problems, "; ".join(problems) or "identical")
 
 
-def _runs(assignment_id, source, jobs, device, desc, progress):
+def _runs(course, assignment_id, source, jobs, device, desc, progress):
     """Run each job, (replacements, RNG seeds), once per seed (once without a seed when there are
     none); yields [(records, errors), ...] per job, in order. On the CPU the jobs run here, one after
     another. On a GPU each job runs in a fresh process: a wrong implementation can trip a
@@ -106,7 +110,7 @@ def _runs(assignment_id, source, jobs, device, desc, progress):
         workers = max(1, min(12, (os.cpu_count() or 2) - 1))
         pool = multiprocessing.get_context("spawn").Pool(workers, maxtasksperchild=1)
         try:
-            pending = [pool.apply_async(_isolated_runs, (assignment_id, replacements, seeds, device))
+            pending = [pool.apply_async(_isolated_runs, (course, assignment_id, replacements, seeds, device))
                        for replacements, seeds in jobs]
             for (replacements, seeds), result in zip(jobs, pending):
                 try:
@@ -120,21 +124,21 @@ def _runs(assignment_id, source, jobs, device, desc, progress):
     bar.close()
 
 
-def _isolated_runs(assignment_id, replacements, seeds, device):
+def _isolated_runs(course, assignment_id, replacements, seeds, device):
     """_runs' job in a process of its own. The records go back as torch.save bytes: torch would
     otherwise pass tensors through shared memory that dies with this short-lived process."""
-    source = nbtools.read(nbtools.notebook_path(SOURCE_DIR, assignment_id))
+    source = cells.read(course.source_notebook(assignment_id))
     runs = [run_in_process(source, replacements, rng_seed=seed, device=device) for seed in seeds or (None,)]
     buffer = io.BytesIO()
     torch.save(runs, buffer)
     return buffer.getvalue()
 
 
-def _check_mutants(assignment_id, source, trace, points, device, progress, report):
-    catalogue = load_catalogue(assignment_id)
+def _check_mutants(course, assignment_id, source, trace, points, device, progress, report):
+    catalogue = load_catalogue(course, assignment_id)
     survivors = []
     jobs = [([(mutant.replaces, mutant.source)], ()) for mutant in catalogue]
-    for mutant, [(records, _)] in zip(catalogue, _runs(assignment_id, source, jobs, device,
+    for mutant, [(records, _)] in zip(catalogue, _runs(course, assignment_id, source, jobs, device,
                                                          f"mutants {assignment_id}", progress)):
         failed_cells = [v.grade_id for v in judge_notebook(trace, records) if not v.passed]
         lost = sum(points[g] for g in failed_cells)
@@ -150,15 +154,15 @@ def _check_mutants(assignment_id, source, trace, points, device, progress, repor
                                                  f"the catalogue needs at least {MIN_MUTANTS}")))
 
 
-def _check_alternatives(assignment_id, source, trace, points, device, progress, report):
+def _check_alternatives(course, assignment_id, source, trace, points, device, progress, report):
     """(e): the solution and each alternative, under every RNG perturbation, keep full marks."""
-    alternatives = load_alternatives(assignment_id)
+    alternatives = load_alternatives(course, assignment_id)
     not_run = [a for a in alternatives if device is not None and a.cpu_only]
     candidates = [("(reference solution)", "the solution itself", [])] + [
         (a.name, a.how, [(a.replaces, a.source)]) for a in alternatives if a not in not_run]
     losers = []
     jobs = [(replacements, RNG_SEEDS) for _, _, replacements in candidates]
-    outcomes = _runs(assignment_id, source, jobs, device, f"alternatives {assignment_id}", progress)
+    outcomes = _runs(course, assignment_id, source, jobs, device, f"alternatives {assignment_id}", progress)
     for (name, how, _), runs in zip(candidates, outcomes):
         lost, failure = 0.0, ""
         for seed, (records, errors) in zip(RNG_SEEDS, runs):
@@ -183,24 +187,21 @@ def _check_alternatives(assignment_id, source, trace, points, device, progress, 
         f"{len(RNG_SEEDS)} RNG seeds each)", not losers and enough, detail)
 
 
-def _check_release_scores_zero(assignment_id, full):
-    from .batch import Batch
-    from .samples import release_notebook
-    import nbformat
-
+def _check_release_scores_zero(course, assignment_id, full):
+    """The release through the GRADE stages in a real kernel: sandboxed where this machine has the
+    sandbox, else unsandboxed (it is the course's own notebook), with the detail saying so."""
+    without_sandbox = unavailable_reason()
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "submissions"
-        folder.mkdir()
-        nbformat.write(release_notebook(assignment_id), str(folder / "release.ipynb"))
-        from .stages.collect import collect
-        batch = Batch(assignment_id, course_dir=Path(tmp) / "course")
-        try:
-            outcome, _ = batch.grade(collect(assignment_id, folder).submissions[0])
-        finally:
-            batch.close()
-    ok = outcome.status == "graded" and outcome.score == 0
-    return CheckResult("(b) release runs and scores zero", ok,
-                       f"{outcome.score:g}/{full:g}" if outcome.status == "graded" else outcome.label)
+        path = Path(tmp) / "release.ipynb"
+        nbformat.write(release_notebook(course, assignment_id), str(path))
+        options = Options(sandboxed=without_sandbox is None, progress=False)
+        with pipeline.Batch(course.with_grading_dir(Path(tmp) / "course"), assignment_id, options) as batch:
+            graded = pipeline.grade(Submission("release", path), batch.prepare())
+    ok = graded.status == Status.GRADED and graded.score == 0
+    detail = f"{graded.score:g}/{full:g}" if graded.status == Status.GRADED else graded.label
+    if without_sandbox:
+        detail += f" (run unsandboxed: {without_sandbox})"
+    return CheckResult("(b) release runs and scores zero", ok, detail)
 
 
 def format_report(report):

@@ -1,4 +1,5 @@
-from grader.stages.static import forbidden_uses
+"""The static check for PyTorch's built-in attention in a submission's own code (grader/forbidden.py)."""
+from grader.forbidden import forbidden_uses
 
 
 def test_own_function_and_messages_are_fine():

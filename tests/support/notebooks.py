@@ -2,7 +2,7 @@
 the solution cells filled in (correct), or with one catalogued bug (sin and cos swapped)."""
 from grader.samples import buggy_submission, perfect_submission
 
-from .lab import REPO
+from . import COURSE, REPO
 
 AID = "a1_self_attention"
 RELEASE_NB = REPO / "assignments" / AID / f"{AID}.ipynb"
@@ -12,7 +12,7 @@ def student_notebook(bug=None):
     """bug=None: every solution cell (code and written answers) filled in; bug="swap_sin_cos":
     the same with sinusoidal_positional_encoding's sin and cos swapped."""
     if bug is None:
-        return perfect_submission(AID)
+        return perfect_submission(COURSE, AID)
     if bug == "swap_sin_cos":
-        return buggy_submission(AID, "sin_cos_swapped")[0]
+        return buggy_submission(COURSE, AID, "sin_cos_swapped")[0]
     raise ValueError(bug)

@@ -14,10 +14,12 @@ import threading
 import time
 from pathlib import Path
 
+from . import browser
+from .waiting import TimedOut, wait_until
+
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy" / "jupyterhub"
 HUB_PY = DEPLOY / "hub.py"
-CHROMIUM = Path("/usr/bin/chromium")
 # the test's own exchange: every run starts from an empty one; `make hub` keeps /srv/nbgrader/exchange
 TEST_EXCHANGE = Path("/srv/nbgrader/exchange-hubtest")
 
@@ -37,13 +39,7 @@ def privilege_prefix():
 
 def what_is_missing():
     """Why the hub test cannot run here ([] = it can)."""
-    missing = []
-    if not CHROMIUM.exists():
-        missing.append(f"{CHROMIUM} is not installed")
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        missing.append("playwright is not installed in this environment")
+    missing = browser.what_is_missing()
     if privilege_prefix() is None:
         missing.append("neither root nor passwordless sudo (the hub starts each user's server as that user)")
     missing += deploy.missing_parts(need_root=False)
@@ -100,14 +96,15 @@ class RunningHub:
                 if " is up at " in line:
                     up.set()
         threading.Thread(target=read, daemon=True).start()
-        deadline = time.monotonic() + timeout
-        while not up.wait(0.5):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                time.sleep(0.5)   # the reader thread catches the last lines
-                self.stop()
-                log = self.log_path.read_text()[-4000:] if self.log_path.exists() else "(no log)"
-                raise RuntimeError("the hub did not start (hub.py said:\n" + "\n".join(self.lines[-30:]) +
-                                   f"\n); JupyterHub's log:\n{log}")
+        try:
+            wait_until(up.is_set, timeout, "the hub to start", interval=0.5,
+                       stop_early=lambda: self.proc.poll() is not None)
+        except TimedOut:
+            time.sleep(0.5)   # the reader thread catches the last lines
+            self.stop()
+            log = self.log_path.read_text()[-4000:] if self.log_path.exists() else "(no log)"
+            raise RuntimeError("the hub did not start (hub.py said:\n" + "\n".join(self.lines[-30:]) +
+                               f"\n); JupyterHub's log:\n{log}") from None
         match = re.search(r"started in ([0-9.]+) s", "\n".join(self.lines))
         self.startup_s = float(match.group(1)) if match else None
         return self
@@ -132,15 +129,4 @@ class RunningHub:
                 *(["--cwd", str(cwd)] if cwd else []), *(f"--env={k}={v}" for k, v in env.items()),
                 "--", *map(str, command)]
         return subprocess.run(argv, input=input, capture_output=True, text=True, timeout=timeout)
-
-
-def check_screenshot(path: Path, min_std=0.02):
-    """The PNG decodes, has a real size and is not one flat colour."""
-    import matplotlib.image as mpimg
-    import numpy as np
-
-    image = mpimg.imread(path)
-    assert image.ndim == 3 and image.shape[0] > 300 and image.shape[1] > 300, image.shape
-    std = float(np.asarray(image[..., :3], dtype=float).std())
-    assert std > min_std, f"{path.name} looks blank (pixel std {std:.4f})"
 

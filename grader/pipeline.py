@@ -1,0 +1,179 @@
+"""The autograding pipeline: its stages in order, how they run, and what a run shares (Batch).
+
+    INTAKE   the whole download, once:                        collect -> identify
+    GRADE    each submission, in parallel with the others:   sanitize -> execute -> judge -> score
+    RECORD   each submission, one at a time (the course
+             gradebook's single writer):                      merge -> late
+
+An intake stage takes the batch's `Intake` and returns it; every other stage takes one
+`Submission` and returns it (grader/submission.py): `stage(record, batch) -> record`, where
+`batch` is what every submission of the run shares (the options, the course, the release, the
+solution's trace, the warm-kernel servers). A GRADE stage that finds a submission cannot be
+graded raises `NotGraded`; the submission keeps its reason, skips the rest of GRADE, and is still
+recorded (never a silent 0). Each stage lives in grader/stages/<name>.py.
+"""
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from . import cells, compat
+from .release import generate_release
+from .sandbox import SandboxUnavailable, WarmKernels, check_available
+from .stages import collect, execute, identify, judge, late, merge, sanitize, score
+from .submission import TEMPLATE_STUDENT, Intake, Kernels, NotGraded, Options, Status
+from .trace import solution_trace
+
+# the stages, in order (each is stages/<name>.py)
+INTAKE = (collect.collect, identify.identify)                           # the download -> Intake
+GRADE = (sanitize.sanitize, execute.execute, judge.judge, score.score)  # Submission -> Submission, in parallel
+RECORD = (merge.merge, late.late)                                       # Submission -> Submission, one at a time
+
+
+# ---- running them ----
+
+def take_in(source, batch):
+    """INTAKE: the download at `source`, read and mapped to the roster."""
+    intake = Intake(Path(source))
+    for stage in INTAKE:
+        intake = stage(intake, batch)
+    return intake
+
+
+def grade(submission, batch, stages=GRADE):
+    """GRADE: everything but the gradebook, so that it can run in parallel. Never raises: a
+    submission that cannot be graded comes back NOT_GRADED with its reason. (`stages`: the tests
+    run them with execute replaced by an in-process run.)"""
+    started = time.time()
+    submission.max_score = batch.max_score
+    try:
+        if submission.path is None:
+            raise NotGraded(submission.reason or "nothing to grade")
+        for stage in stages:
+            submission = stage(submission, batch)
+    except NotGraded as reason:
+        submission.status, submission.reason = Status.NOT_GRADED, str(reason)
+    except Exception as error:  # noqa: BLE001 - one submission must never stop the batch
+        submission.status, submission.reason = Status.NOT_GRADED, f"grader error: {type(error).__name__}: {error}"
+    submission.execution = None     # the records and executed notebook are judged; free them
+    submission.seconds = time.time() - started
+    return submission
+
+
+def record(submission, batch):
+    """RECORD: into the course gradebook, one submission at a time."""
+    for stage in RECORD:
+        submission = stage(submission, batch)
+    return submission
+
+
+# ---- what every submission of a run shares ----
+
+class Batch:
+    """One assignment's run: the course, the options, and what `prepare()` makes once for every
+    submission (the release, a template gradebook holding it, the solution's trace, the warm-kernel
+    and worker servers). Use it as `with Batch(...) as batch:`; closing ends the servers and
+    removes the scratch folder."""
+
+    def __init__(self, course, assignment_id, options=None):
+        self.course, self.assignment_id = course, assignment_id
+        self.options = options or Options()
+        self.course_db = course.db_url
+        self.kernel_server = self.worker_server = self.trace = None
+        if self.options.sandboxed:
+            check_available()   # refuse loudly rather than run student code with our rights
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"grade-{assignment_id}-"))
+
+    def prepare(self, servers=False):
+        """Make what every submission shares (the intake needs none of it). `servers`: also start the
+        warm-kernel server (when sandboxed and `options.kernels` is warm) and the worker server, while
+        the release is generated; worth their few seconds from the second submission on."""
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            kernels = pool.submit(_start_warm_kernels if servers and self.options.sandboxed
+                                  and self.options.kernels is Kernels.WARM else _none)
+            workers = pool.submit(_start_worker_server if servers else _none)
+            try:
+                self._prepare()
+            finally:
+                self.kernel_server, self.worker_server = kernels.result(), workers.result()
+        return self
+
+    def _prepare(self):
+        aid, options = self.assignment_id, self.options
+        self.template_db = self.scratch / "template.db"
+        scratch_course = self.course.with_grading_dir(self.scratch / "course")
+        generate_release(scratch_course, aid, self.scratch / "release", db_url=f"sqlite:///{self.template_db}")
+        with compat.gradebook(f"sqlite:///{self.template_db}") as gb:   # each copy holds one submission
+            gb.update_or_create_student(TEMPLATE_STUDENT)
+            gb.update_or_create_submission(aid, TEMPLATE_STUDENT)
+        # the course gradebook must know the assignment too (`release` may not have run here)
+        if not _gradebook_has(self.course_db, aid):
+            generate_release(self.course, aid, self.scratch / "release-course")
+        if options.due is not None:
+            with compat.gradebook(self.course_db) as gb:
+                late.set_due_date(gb, aid, options.due)
+        self.penalty_config = options.late_penalty if options.late_penalty is not None else late.penalty_config(
+            course_config=self.course.late_penalty_config())
+        self.released = cells.read(self.course.release_notebook(aid))
+        self.released_tests = {c.source.strip() for c in self.released.cells if cells.is_test_cell(c)}
+        self.trace = solution_trace(self.course, aid)
+        self.max_score = cells.max_auto_points(self.released)
+
+    def workspace(self, submission):
+        """A fresh working folder for `submission`, holding its own gradebook: a copy of the template,
+        where it is TEMPLATE_STUDENT."""
+        work = Path(tempfile.mkdtemp(prefix=f"{submission.student}-", dir=self.scratch))
+        shutil.copyfile(self.template_db, work / "gradebook.db")
+        return work
+
+    def close(self):
+        for server in (self.kernel_server, self.worker_server):
+            if server is not None:
+                server.close()
+        self.kernel_server = self.worker_server = None
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _start_warm_kernels():
+    """A started WarmKernels, or None (with the reason on stderr) where this system cannot build its
+    sandbox: then every kernel starts cold, in bubblewrap."""
+    try:
+        return WarmKernels.start()
+    except SandboxUnavailable as error:
+        print(f"note: {error}; each kernel starts cold (bubblewrap) instead", file=sys.stderr)
+        return None
+
+
+def _start_worker_server():
+    try:
+        return execute.WorkerServer.start()
+    except RuntimeError as error:
+        print(f"note: {error}; each submission's worker starts from scratch instead", file=sys.stderr)
+        return None
+
+
+def _none():
+    return None
+
+
+def _gradebook_has(db_url, assignment_id):
+    from nbgrader.api import MissingEntry
+    if db_url.startswith("sqlite:///") and not Path(db_url.removeprefix("sqlite:///")).exists():
+        return False
+    with compat.gradebook(db_url) as gb:
+        try:
+            gb.find_assignment(assignment_id)
+            return True
+        except MissingEntry:
+            return False
+

@@ -1,0 +1,169 @@
+"""What the pipeline passes along: one `Submission` record per submission (and the batch's
+`Intake`), the `Options` of a run, and the `Status` a submission ends in (grader/pipeline.py runs
+the stages)."""
+import dataclasses
+import enum
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .course import CELL_TIMEOUT_S
+
+# who a submission is in its own temporary gradebook (the merge stage files it under the real student)
+TEMPLATE_STUDENT = "submission"
+
+
+class Status(enum.StrEnum):
+    """What became of a submission. Only GRADED and NOT_GRADED reach the gradebook."""
+    PENDING = "pending"                        # in the pipeline
+    GRADED = "graded"
+    NOT_GRADED = "not graded"                  # could not be graded: the reason says why
+    MISSING = "missing"                        # a roster student with nothing in the download
+    NOT_ON_ROSTER = "not on the roster"        # someone the roster does not know: not graded
+    UNRECOGNISED = "unrecognised file"         # a file whose name the LMS preset could not read
+
+
+class Kernels(enum.StrEnum):
+    WARM = "warm"    # each kernel a fresh fork of a server that imported torch once (sandbox.WarmKernels)
+    COLD = "cold"    # each kernel started from scratch in bubblewrap
+
+
+class Engine(enum.StrEnum):
+    THREADS = "threads"   # this machine, `workers` submissions at once
+    DASK = "dask"         # Dask distributed: a local cluster, or the one at `scheduler`
+
+
+@dataclass(frozen=True)
+class Options:
+    """How a run grades: everything the command line can set, in one place."""
+    sandboxed: bool = True
+    kernels: Kernels = Kernels.WARM
+    engine: Engine = Engine.THREADS
+    scheduler: str | None = None         # a Dask scheduler's address (engine dask)
+    workers: int | None = None           # submissions graded at once (default: the core count)
+    cell_timeout: int = CELL_TIMEOUT_S   # seconds per cell
+    total_timeout: int | None = None     # seconds per notebook (default: see stages/execute.py)
+    lms: str = "auto"                    # how the download names its files (grader/lms.py)
+    pattern: str | None = None           # a regular expression instead of a preset
+    due: object = None                   # an aware datetime: the assignment's due date
+    late_penalty: object = None          # a traitlets Config (stages/late.py); None: the course's
+    progress: bool = True                # a progress bar while grading
+
+    def __post_init__(self):
+        for name, kind in (("kernels", Kernels), ("engine", Engine)):
+            value = getattr(self, name)
+            try:
+                object.__setattr__(self, name, kind(value))
+            except ValueError:
+                raise ValueError(f"{name} must be one of {', '.join(kind)}, not {value!r}") from None
+        if self.scheduler and self.engine is not Engine.DASK:
+            object.__setattr__(self, "engine", Engine.DASK)
+        for name in ("workers", "cell_timeout", "total_timeout"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name.replace('_', '-')} must be at least 1, not {value}")
+
+    @property
+    def parallel(self):
+        """How many submissions are graded at once."""
+        return max(1, self.workers or os.cpu_count() or 1)
+
+
+@dataclass
+class Submission:
+    """One submission's record, from the download to the gradebook. collect and identify fill in
+    who and when; the GRADE stages what the notebook is worth; the RECORD stages what the gradebook
+    then says (the late penalty)."""
+    student: str                               # the id it is graded under (a roster id after identify)
+    path: Path | None = None                   # the notebook to grade; None when there is none
+    # what the download says
+    login: str = ""                            # who the LMS says sent it (user id, username)
+    name: str = ""                             # the LMS's readable name for them, when it gives one
+    preset: str = ""                           # the naming it was read with (grader/lms.py)
+    submitted_at: object = None                # aware UTC datetime, when the download says
+    lms_late: bool | None = None               # the LMS's own late flag (Canvas)
+    others: list = field(default_factory=list)   # their other files, not graded
+    # how it went
+    status: Status = Status.PENDING
+    reason: str = ""                           # why it was not graded (or not on the roster, ...)
+    notes: list = field(default_factory=list)  # what the instructor should know (a renamed file, ...)
+    seconds: float = 0.0
+    # what the GRADE stages make (kept on the grading machine; not in the outcomes file)
+    notebook: object = field(default=None, repr=False)    # the sanitized notebook
+    workdir: Path | None = field(default=None, repr=False)  # its working folder, with its own gradebook
+    execution: object = field(default=None, repr=False)   # stages.execute.Execution
+    verdicts: list = field(default_factory=list, repr=False)  # stages.judge.CellVerdict, per test cell
+    autograded: Path | None = field(default=None, repr=False)  # the graded notebook nbgrader saw
+    # the result
+    score: float = 0.0
+    max_score: float = 0.0
+    failed: list = field(default_factory=list)   # grade ids of failed test cells
+    late: bool | None = None                   # None: unknown (no due date or no submission time)
+    seconds_late: float | None = None
+    penalty: float = 0.0                       # points taken by the late-submission penalty
+
+    @property
+    def db_url(self):
+        """This submission's own gradebook (a copy of the batch's template), while it is graded."""
+        return f"sqlite:///{self.workdir / 'gradebook.db'}"
+
+    @property
+    def label(self):
+        if self.status == Status.GRADED:
+            return "graded" + (" (" + "; ".join(self.notes) + ")" if self.notes else "")
+        if self.status == Status.NOT_GRADED:
+            return f"not graded: {self.reason}"
+        return f"{self.status}: {self.reason}" if self.reason else str(self.status)
+
+    @property
+    def late_label(self):
+        if not self.late:
+            return "-" if self.late is None else "on time"
+        when = f" {_duration(self.seconds_late)}" if self.seconds_late else ""
+        return f"late{when}" + (f", -{self.penalty:g}" if self.penalty else "")
+
+    def note(self, text):
+        if text:
+            self.notes.append(text)
+
+    def summary(self):
+        """What the class report keeps of it (course/outcomes/<id>.json): plain data only."""
+        keep = ("student", "status", "reason", "score", "max_score", "failed", "notes", "seconds",
+                "late", "seconds_late", "penalty")
+        data = {name: getattr(self, name) for name in keep}
+        data["status"] = str(self.status)
+        data["submitted_at"] = self.submitted_at.isoformat() if self.submitted_at else None
+        data["label"] = self.label
+        return data
+
+    def lightened(self):
+        """The record without what only the grading machine needs (a Dask result travels light)."""
+        return dataclasses.replace(self, notebook=None, execution=None, verdicts=[])
+
+
+@dataclass
+class Intake:
+    """What the intake stages make of a download: the submissions to grade, and the people and
+    files that will not be graded (each a Submission with its status and reason)."""
+    source: Path
+    preset: str = ""
+    submissions: list = field(default_factory=list)
+    unrecognised: list = field(default_factory=list)   # Submission(status=UNRECOGNISED)
+    strangers: list = field(default_factory=list)      # Submission(status=NOT_ON_ROSTER)
+    missing: list = field(default_factory=list)        # Submission(status=MISSING)
+
+    @property
+    def not_graded(self):
+        return self.missing + self.strangers + self.unrecognised
+
+
+class NotGraded(Exception):
+    """Raised by a GRADE stage: this submission cannot be graded, for the reason given."""
+
+
+def _duration(seconds):
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"

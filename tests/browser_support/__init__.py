@@ -1,1 +1,0 @@
-"""Helpers for tests/test_browser.py: a throwaway JupyterLab server and notebook editing."""

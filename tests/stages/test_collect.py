@@ -1,0 +1,114 @@
+"""collect: one notebook per student from whatever the instructor was given -- a folder, a zip as
+an LMS gives it, nbgrader's submitted/ or exchange layout; the latest attempt graded, the others
+listed; names no preset reads listed as unrecognised, never dropped; a zip never writes outside."""
+import zipfile
+
+import nbformat
+import pytest
+
+from grader.stages.collect import collect
+from grader.submission import Intake, Status
+from support.grading import A1, open_batch
+
+
+def _nb(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.v4.new_notebook(), str(path))
+
+
+def _touch(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}")
+
+
+@pytest.fixture
+def collected(course, tmp_path):
+    """collect(source, lms=..., pattern=...) -> the Intake the stage makes of `source`."""
+    def run(source, **options):
+        with open_batch(course, tmp_path / "batch", **options) as batch:
+            return collect(Intake(source), batch)
+    return run
+
+
+def test_folder_of_files_with_lms_names(collected, tmp_path):
+    _nb(tmp_path / "d" / "alice.ipynb")
+    _nb(tmp_path / "d" / "bob_a1_self_attention.ipynb")
+    found = {s.student: s for s in collected(tmp_path / "d").submissions}
+    assert set(found) == {"alice", "bob"}
+    assert all(s.status == Status.PENDING for s in found.values())
+
+
+def test_submitted_layout_missing_and_renamed(collected, tmp_path):
+    _nb(tmp_path / "d" / "carol" / A1 / f"{A1}.ipynb")
+    _nb(tmp_path / "d" / "dave" / A1 / "my_work.ipynb")
+    (tmp_path / "d" / "erin" / A1).mkdir(parents=True)
+    found = {s.student: s for s in collected(tmp_path / "d").submissions}
+    assert found["carol"].path.name == f"{A1}.ipynb" and found["carol"].reason == ""
+    assert any("renamed" in note for note in found["dave"].notes)
+    assert found["erin"].path is None and f"no {A1}.ipynb" in found["erin"].reason
+
+
+def test_zip_from_an_lms(collected, tmp_path):
+    _nb(tmp_path / "src" / f"frank_{A1}.ipynb")
+    archive = tmp_path / "download.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.write(tmp_path / "src" / f"frank_{A1}.ipynb", f"submissions/frank_{A1}.ipynb")
+    [submission] = collected(archive).submissions
+    assert submission.student == "frank" and submission.path.name == f"frank_{A1}.ipynb"
+
+
+def test_zip_slip_is_refused(collected, tmp_path):
+    archive = tmp_path / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("../outside.ipynb", "{}")
+    with pytest.raises(ValueError, match="unsafe path"):
+        collected(archive)
+    assert not (tmp_path / "outside.ipynb").exists()
+
+
+def test_a_missing_source_says_so(collected, tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such file or folder"):
+        collected(tmp_path / "nowhere")
+
+
+def test_blackboard_attempts_and_receipts(collected, tmp_path):
+    _touch(tmp_path / "bb" / f"{A1}_jdoe_attempt_2026-10-01-22-15-03_a1.ipynb")
+    _touch(tmp_path / "bb" / f"{A1}_jdoe_attempt_2026-10-02-09-00-00_a1.ipynb")
+    _touch(tmp_path / "bb" / f"{A1}_jdoe_attempt_2026-10-02-09-00-00.txt")   # Blackboard's receipt
+    intake = collected(tmp_path / "bb")
+    assert intake.preset == "blackboard"
+    [only] = intake.submissions
+    assert only.login == "jdoe" and only.submitted_at.astimezone().hour == 9 and len(only.others) == 1
+    assert any("graded the latest file" in note for note in only.notes)
+    assert intake.unrecognised == [], "the receipt is neither a submission nor an unreadable name"
+
+
+def test_nbgrader_exchange_takes_the_latest(collected, tmp_path):
+    _touch(tmp_path / "ex" / f"alice+{A1}+2026-10-01 10:00:00.000000 UTC+abc123" / f"{A1}.ipynb")
+    _touch(tmp_path / "ex" / f"alice+{A1}+2026-10-02 10:00:00.000000 UTC+def456" / f"{A1}.ipynb")
+    intake = collected(tmp_path / "ex")
+    [alice] = intake.submissions
+    assert intake.preset == "nbgrader" and alice.submitted_at.day == 2 and "def456" in str(alice.path)
+
+
+def test_pattern_and_unrecognised_files(collected, tmp_path):
+    _touch(tmp_path / "p" / "hw1-alice-20261001T1200.ipynb")
+    _touch(tmp_path / "p" / "README.txt")
+    intake = collected(tmp_path / "p", pattern=r"hw1-(?P<student>[a-z]+)-(?P<timestamp>\d{8}T\d{4})")
+    assert [s.login for s in intake.submissions] == ["alice"]
+    [unread] = intake.unrecognised
+    assert unread.student == "README.txt" and unread.status == Status.UNRECOGNISED
+    assert "use --lms or --pattern" in unread.reason
+    with pytest.raises(ValueError, match="named group"):
+        collected(tmp_path / "p", pattern=r"hw1-(\w+)")
+
+
+def test_the_nbgrader_keys_are_not_submissions(collected, tmp_path):
+    folder = tmp_path / "submitted" / "alice" / A1
+    _nb(folder / f"{A1}.ipynb")
+    (folder / "timestamp.txt").write_text("2026-10-01 12:00:00.000000 UTC")
+    (folder / "submission_secret.txt").write_text("s3cr3t")
+    intake = collected(tmp_path / "submitted")
+    [alice] = intake.submissions
+    assert alice.student == "alice" and alice.submitted_at.day == 1 and alice.others == []
+    assert intake.unrecognised == []

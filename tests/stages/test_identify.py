@@ -1,0 +1,75 @@
+"""identify: each submission to one roster student -- by LMS user id, id, e-mail or its local part,
+and for Canvas and Moodle by name when no id matches; strangers reported and never graded; roster
+students without a submission (now or in an earlier download) listed as missing; without a roster,
+ids stable across assignments."""
+import pytest
+
+from grader.roster import RosterStudent, import_roster
+from grader.stages.identify import default_id, identify, match_roster
+from grader.submission import Intake, Status, Submission
+from support.grading import A1, open_batch
+
+ROSTER = [RosterStudent("jdoe", "Jane", "Doe", "jane.doe@uni.example", "101"),
+          RosterStudent("bkim", "Bo", "Kim", "bo.kim@uni.example", ""),
+          RosterStudent("swilson", "Sam", "Wilson", "sam.wilson@uni.example", "103")]
+
+
+def sent(login, name="", preset="canvas", when=None):
+    return Submission(login, None, login=login, name=name, preset=preset, submitted_at=when)
+
+
+def test_by_lms_id_email_or_name():
+    submissions, strangers, missing = match_roster(
+        [sent("101", "doejane"), sent("555", "kimbo"), sent("bo.kim", preset="blackboard"), sent("777", "nobody")],
+        ROSTER)
+    assert sorted(s.student for s in submissions) == ["bkim", "jdoe"]       # bkim twice: one kept
+    [stranger] = strangers
+    assert stranger.status == Status.NOT_ON_ROSTER and "add them to the roster" in stranger.reason
+    assert "777" in stranger.student and "nobody" in stranger.student
+    assert [s.id for s in missing] == ["swilson"]
+
+
+def test_two_logins_of_one_student_keep_the_later(tmp_path):
+    import datetime
+    early = datetime.datetime(2026, 10, 1, tzinfo=datetime.timezone.utc)
+    late = early + datetime.timedelta(hours=1)
+    submissions, _, _ = match_roster([sent("101", "doejane", when=early),
+                                      sent("jane.doe@uni.example", preset="blackboard", when=late)], ROSTER)
+    [jane] = submissions
+    assert jane.submitted_at == late and any("also submitted as" in note for note in jane.notes)
+
+
+def test_a_name_two_roster_students_share_is_not_guessed():
+    twins = ROSTER + [RosterStudent("jdoe2", "Jane", "Doe", "", "")]
+    _, [stranger], _ = match_roster([sent("555", "doejane")], twins)
+    assert "matches several roster students (jdoe, jdoe2)" in stranger.reason
+
+
+def test_without_a_roster_ids_are_stable_across_assignments():
+    canvas, moodle = sent("101", "doejane"), sent("101", "Jane Doe", preset="moodle")
+    assert default_id(canvas) == "doejane_101" and default_id(moodle) == "janedoe_101"
+    assert default_id(sent("jdoe", preset="folder")) == "jdoe"
+    submissions, strangers, missing = match_roster([canvas], None)
+    assert submissions[0].student == "doejane_101" and strangers == missing == []
+
+
+@pytest.mark.parametrize("graded_before", [False, True])
+def test_missing_means_nothing_graded_for_the_assignment(course, tmp_path, graded_before):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,first_name,last_name,lms_user_id\njdoe,Jane,Doe,101\nswilson,Sam,Wilson,103\n")
+    with open_batch(course, tmp_path) as batch:
+        import_roster(batch.course, roster)
+        if graded_before:   # swilson was graded from an earlier download of this assignment
+            from grader import compat
+            from grader.release import generate_release
+            generate_release(batch.course, A1, tmp_path / "release")
+            with compat.gradebook(batch.course_db) as gb:
+                gb.update_or_create_submission(A1, "swilson")
+        intake = identify(Intake(tmp_path, submissions=[sent("101", "doejane")]), batch)
+    assert [s.student for s in intake.submissions] == ["jdoe"]
+    if graded_before:
+        assert intake.missing == []
+    else:
+        [swilson] = intake.missing
+        assert swilson.student == "swilson" and swilson.status == Status.MISSING
+        assert swilson.reason == "Sam Wilson: no submission"

@@ -1,0 +1,79 @@
+"""late: the submission time goes into the course gradebook and nbgrader's AssignLatePenalties sets
+the penalty, in each form an instructor can choose -- none (flagged only), zero, N % per started
+day, or whatever nbgrader_config.py configures; work with no due date or no time is 'unknown',
+never 'late'."""
+import dataclasses
+import datetime
+
+import pytest
+from traitlets.config import Config
+
+from grader.stages.late import PerDayPenalty, describe_penalty, late, penalty_config
+from grader.stages.merge import merge
+from support.grading import DUE, grade_without_kernel, submission_file
+
+HOUR = datetime.timedelta(hours=1)
+
+
+@pytest.fixture(scope="module")
+def graded(course, tmp_path_factory, a1_batch):
+    """One graded perfect submission, merged below under a new student name by each test."""
+    return grade_without_kernel(submission_file(course, tmp_path_factory.mktemp("late"), "template"), a1_batch)
+
+
+def recorded(graded, batch, student, submitted_at, lms_late=None):
+    submission = dataclasses.replace(graded, student=student, submitted_at=submitted_at, lms_late=lms_late)
+    return late(merge(submission, batch), batch)
+
+
+@pytest.mark.parametrize("option, hours_late, share", [
+    ("10%/day", 1, 0.1), ("10%/day", 24, 0.1), ("10%/day", 30, 0.2), ("25 % / day", 100, 1.0),
+    ("zero", 1, 1.0), ("none", 30, 0.0),
+])
+def test_each_penalty_form(graded, a1_batch, monkeypatch, option, hours_late, share):
+    monkeypatch.setattr(a1_batch, "penalty_config", penalty_config(option))
+    student = f"late_{option.replace('%', 'pct').replace('/', '_').replace(' ', '')}_{hours_late}"
+    submission = recorded(graded, a1_batch, student, DUE + hours_late * HOUR)
+    assert submission.late is True and submission.seconds_late == pytest.approx(hours_late * 3600, abs=1)
+    assert submission.penalty == pytest.approx(share * submission.score)
+    assert submission.late_label.startswith("late ")
+    assert (f", -{submission.penalty:g}" in submission.late_label) == bool(submission.penalty)
+
+
+def test_on_time_unknown_and_the_lms_flag(graded, a1_batch, monkeypatch):
+    monkeypatch.setattr(a1_batch, "penalty_config", penalty_config("zero"))
+    on_time = recorded(graded, a1_batch, "on_time", DUE - HOUR)
+    assert (on_time.late, on_time.seconds_late, on_time.penalty, on_time.late_label) == (False, 0, 0, "on time")
+    unknown = recorded(graded, a1_batch, "no_time", None)
+    assert unknown.late is None and unknown.penalty == 0 and unknown.late_label == "-"
+    flagged = recorded(graded, a1_batch, "canvas_says_late", None, lms_late=True)
+    assert flagged.late is True and flagged.penalty == 0, "the LMS's own flag is shown, never penalised"
+
+
+def test_a_late_penalty_is_lifted_when_the_time_is_corrected(graded, a1_batch, monkeypatch):
+    monkeypatch.setattr(a1_batch, "penalty_config", penalty_config("zero"))
+    assert recorded(graded, a1_batch, "corrected", DUE + HOUR).penalty == graded.score
+    assert recorded(graded, a1_batch, "corrected", DUE - HOUR).penalty == 0
+
+
+def test_per_day_penalty_counts_started_days_up_to_its_cap():
+    plugin = PerDayPenalty(percent_per_day=10, max_percent=30)
+    assert plugin.late_submission_penalty("s", 20, 1) == 2            # one second: one started day
+    assert plugin.late_submission_penalty("s", 20, 86400) == 2
+    assert plugin.late_submission_penalty("s", 20, 86401) == 4
+    assert plugin.late_submission_penalty("s", 20, 10 * 86400) == 6   # capped at 30 %
+
+
+def test_the_options_and_the_course_configuration():
+    assert describe_penalty(penalty_config("10%/day")) == "10% per started day late"
+    assert describe_penalty(penalty_config("zero")) == "zero (late work scores 0)"
+    assert describe_penalty(penalty_config("none")) == "none (late work is flagged only)"
+    with pytest.raises(ValueError, match="expected none, zero or a share per day like 10%/day"):
+        penalty_config("a lot")
+    course = Config()
+    course.AssignLatePenalties.plugin_class = "grader.stages.late.PerDayPenalty"
+    course.PerDayPenalty.percent_per_day = 5
+    course.Exchange.root = "/elsewhere"
+    taken = penalty_config(course_config=course)
+    assert describe_penalty(taken) == "5% per started day late" and "Exchange" not in taken
+    assert describe_penalty(penalty_config(course_config=None)) == "none (late work is flagged only)"
