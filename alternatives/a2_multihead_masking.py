@@ -311,8 +311,9 @@ class two_dropouts(nn.Module):
         return x
 
 
-@alternative("DecoderOnlyLM", "GPT-2 style: normal(0, 0.02) init drawn with self.apply, dropout after the embeddings, positions sliced from the weight "
-                              "with a broadcast batch axis, a (1, 1, L, L) causal mask, lm_head created first")
+@alternative("DecoderOnlyLM", "GPT-2 style: normal(0, 0.02) init drawn with self.apply, dropout after the "
+                              "embeddings, positions sliced from the weight with a broadcast batch axis, a "
+                              "(1, 1, L, L) causal mask, lm_head created first")
 class gpt2_style(nn.Module):
     def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout=0.0):
         super().__init__()

@@ -260,7 +260,8 @@ def decode_closed_form(config, batch, context_len):
     return batch * (config.n_layers * per_layer + 2 * d * config.vocab_size)
 
 
-@alternative("roofline_time", "classic roofline: attainable FLOP/s = min(peak, bandwidth * intensity); time = flops / that")
+@alternative("roofline_time",
+             "classic roofline: attainable FLOP/s = min(peak, bandwidth * intensity); time = flops / that")
 def roofline_attainable(flops, bytes, peak_flops, peak_bytes_per_s):
     attainable = min(peak_flops, peak_bytes_per_s * arithmetic_intensity(flops, bytes))
     return flops / attainable

@@ -17,7 +17,8 @@ def _overflow(stored, new, max_len):
 # --- KVCache ---------------------------------------------------------------------------------
 
 
-@alternative("KVCache", "one preallocated buffer (2, layers, B, H, max_len, Dh); keys/values are tuples of per-layer views into it")
+@alternative("KVCache", "one preallocated buffer (2, layers, B, H, max_len, Dh); keys/values are tuples of "
+                        "per-layer views into it")
 class one_buffer:
     def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
         self.buffer = torch.zeros(2, n_layers, batch_size, n_heads, max_len, d_head, dtype=dtype, device=device)
@@ -44,7 +45,8 @@ class one_buffer:
 @alternative("KVCache", "torch.empty buffers (never-written slots hold garbage, which nothing may read)")
 class empty_buffers:
     def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
-        self.keys = [torch.empty(batch_size, n_heads, max_len, d_head, dtype=dtype, device=device) for _ in range(n_layers)]
+        self.keys = [torch.empty(batch_size, n_heads, max_len, d_head, dtype=dtype, device=device)
+                     for _ in range(n_layers)]
         self.values = [torch.empty_like(keys) for keys in self.keys]
         self.max_len, self.length = max_len, 0
 
@@ -62,7 +64,8 @@ class empty_buffers:
         self.length += n
 
 
-@alternative("KVCache", "storage laid out (B, max_len, H, Dh) per layer, keys/values permuted views; length a read-only property")
+@alternative("KVCache",
+             "storage laid out (B, max_len, H, Dh) per layer, keys/values permuted views; length a read-only property")
 class sequence_major:
     def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
         shape = (batch_size, max_len, n_heads, d_head)
@@ -94,7 +97,8 @@ class sequence_major:
 # --- cached_attention ------------------------------------------------------------------------
 
 
-@alternative("cached_attention", "fused q/k/v: torch.cat of the weights and biases, F.linear once; mask from arange comparisons, always")
+@alternative("cached_attention",
+             "fused q/k/v: torch.cat of the weights and biases, F.linear once; mask from arange comparisons, always")
 def fused_qkv(attn, x, cache, layer):
     weight = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight], dim=0)
     bias = None
@@ -129,7 +133,8 @@ def additive_mask(attn, x, cache, layer):
 # --- lm_make_cache / lm_forward --------------------------------------------------------------
 
 
-@alternative("lm_make_cache", "sizes from q_proj.in_features and pos_emb.num_embeddings, dtype/device from parameters()")
+@alternative("lm_make_cache",
+             "sizes from q_proj.in_features and pos_emb.num_embeddings, dtype/device from parameters()")
 def dims_from_modules(self, batch_size, max_len=None):
     limit = self.pos_emb.num_embeddings
     if max_len is None:
@@ -143,7 +148,8 @@ def dims_from_modules(self, batch_size, max_len=None):
                    d_head=d_model // first.n_heads, max_len=max_len, dtype=parameter.dtype, device=parameter.device)
 
 
-@alternative("lm_forward", "uncached = cached through a throwaway cache of L positions; pos_emb.weight slices; no block.dropout")
+@alternative("lm_forward",
+             "uncached = cached through a throwaway cache of L positions; pos_emb.weight slices; no block.dropout")
 def uncached_through_cache(self, ids, cache=None):
     if cache is None:
         cache = self.make_cache(ids.shape[0], max_len=ids.shape[1])     # ValueError past max_len
@@ -427,7 +433,8 @@ def einsum_attention(attn, x, cache, layer):
     return attn.o_proj(out.permute(0, 2, 1, 3).reshape(batch, new, d_model))
 
 
-@alternative("lm_make_cache", "`max_len or self.max_len`; head size from q_proj.out_features; dtype/device from tok_emb")
+@alternative("lm_make_cache",
+             "`max_len or self.max_len`; head size from q_proj.out_features; dtype/device from tok_emb")
 def make_cache_from_embeddings(self, batch_size, max_len=None):
     max_len = max_len or self.max_len
     if max_len > self.max_len:

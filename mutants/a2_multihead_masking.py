@@ -12,7 +12,6 @@ import torch.nn.functional as F
 
 from grader.mutants import mutant
 
-
 # Shared, correct parts. Each mutant below writes out only the code its bug lives in and takes the
 # rest from here, so the bug is the one thing to read in it.
 

@@ -1,9 +1,7 @@
 """Mutation catalogue for a4_kv_cache: realistic wrong implementations, one bug each.
 `python -m grader check a4_kv_cache` proves every one of them loses points."""
-import math
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 from grader.mutants import mutant
@@ -447,7 +445,8 @@ def temperature_multiplies(logits, temperature=1.0, top_k=None, top_p=None):
     return torch.softmax(scaled, dim=-1)
 
 
-@mutant("next_token_probs", "divides the probabilities by the temperature after the softmax (no effect once renormalised)",
+@mutant("next_token_probs",
+        "divides the probabilities by the temperature after the softmax (no effect once renormalised)",
         fails=("test_next_token_probs",))
 def temperature_after_softmax(logits, temperature=1.0, top_k=None, top_p=None):
     scaled = logits

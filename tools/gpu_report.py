@@ -61,7 +61,7 @@ def check_cuda():
         x = torch.ones(4, 4, device="cuda")
         if (x @ x).sum().item() != 64.0:
             raise RuntimeError("a 4x4 matmul gave a wrong result")
-    except Exception as error:  # noqa: BLE001 - e.g. "no kernel image is available" on a too-old GPU
+    except Exception as error:  # e.g. "no kernel image is available" on a too-old GPU
         first = (str(error).strip().splitlines() or [""])[0]
         raise NoCuda(f"a CUDA operation failed ({type(error).__name__}: {first})") from error
     return torch, torch.cuda.get_device_name()
@@ -199,6 +199,11 @@ def decode_lines(text):
     return out
 
 
+def _text(output):
+    """What a timed-out subprocess printed, as text (its bytes, or None)."""
+    return output.decode(errors="replace") if isinstance(output, bytes) else (output or "")
+
+
 def run_command(command, log, timeout, env=None):
     log("running " + " ".join(command))
     started = time.perf_counter()
@@ -207,8 +212,7 @@ def run_command(command, log, timeout, env=None):
         status, output = proc.returncode, proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as error:
         status = "timeout"
-        text = lambda b: b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
-        output = f"{text(error.stdout)}{text(error.stderr)}\n(stopped after {timeout} s)"
+        output = f"{_text(error.stdout)}{_text(error.stderr)}\n(stopped after {timeout} s)"
     seconds = time.perf_counter() - started
     log(f"  exit {status} in {seconds:.1f} s")
     return {"command": " ".join(command), "status": status, "seconds": seconds, "output": output}
