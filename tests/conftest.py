@@ -50,11 +50,16 @@ def pytest_runtest_setup(item):
         pytest.skip("; ".join(system.skip_reason(part, why) for part, why in missing))
 
 
-def pytest_terminal_summary(terminalreporter):
+def pytest_unconfigure(config):
+    """The run's last line: what was skipped for want of a system part, and the command that
+    installs them all (after pytest's own summary, so that it is the line a newcomer reads)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
     messages = []
-    for report in terminalreporter.stats.get("skipped", []):
+    for report in reporter.stats.get("skipped", []):
         longrepr = report.longrepr
         messages.append(longrepr[2] if isinstance(longrepr, tuple) else str(longrepr))
     line = system.summary(messages)
     if line:
-        terminalreporter.write_line(line, yellow=True, bold=True)
+        reporter.write_line(line, yellow=True, bold=True)
