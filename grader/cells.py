@@ -2,7 +2,6 @@
 import ast
 import json
 import threading
-from pathlib import Path
 
 import nbformat
 from nbformat.reader import NotJSONError
@@ -91,10 +90,6 @@ def read(path):
         raise ValueError(f"not a readable notebook (invalid JSON: {error})") from error
     except Exception as error:  # nbformat raises several types for malformed notebooks
         raise ValueError(f"not a readable notebook ({type(error).__name__}: {error})") from error
-
-
-def notebook_path(directory, assignment_id):
-    return Path(directory) / assignment_id / f"{assignment_id}.ipynb"
 
 
 def secret_lines(nb, min_length=26):

@@ -19,6 +19,7 @@ warnings.filterwarnings("ignore", message=".*not in session.*")
 
 
 def merge(submission, batch):
+    """A graded submission's scores and notebook into the course; a not-graded one's row."""
     aid, course = batch.assignment_id, batch.course
     if submission.status == Status.GRADED:
         merge_gradebook(aid, submission.student, submission.db_url, batch.course_db)
