@@ -51,7 +51,7 @@ def _graded(batch, submissions):
 
 
 def format_table(assignment_id, submissions):
-    show_late = any(s.late is not None for s in submissions)
+    show_late = any(s.late is not None or s.time_unknown for s in submissions)
     rows = [("student", "score") + (("late",) if show_late else ()) + ("outcome", "failed tests")]
     for s in submissions:
         score = f"{s.score:g}/{s.max_score:g}" if s.status == Status.GRADED else "-"

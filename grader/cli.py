@@ -64,6 +64,7 @@ def cmd_autograde(course, args):
                           engine="dask" if args.dask else "threads",
                           scheduler=args.scheduler, workers=args.workers, cell_timeout=args.cell_timeout,
                           total_timeout=args.total_timeout, lms=args.lms, pattern=args.pattern,
+                          times=args.times, worksheet=args.worksheet, lms_timezone=args.lms_timezone,
                           due=parse_time(args.due) if args.due else None,
                           late_penalty=penalty_config(args.late_penalty) if args.late_penalty else None)
         if options.due:
@@ -74,7 +75,7 @@ def cmd_autograde(course, args):
     except SandboxUnavailable as error:
         raise SystemExit(f"autograde: the sandbox is unavailable: {error}.\nRefusing to run student code "
                          "unsandboxed; pass --unsandboxed to do it anyway (trusted notebooks only).")
-    except (FileNotFoundError, ValueError) as error:
+    except (FileNotFoundError, ValueError) as error:     # LmsRecordError is a ValueError
         raise SystemExit(f"autograde: {error}")
     print(format_table(aid, graded))
     counts = count_statuses(graded)
@@ -170,6 +171,13 @@ def build_parser():
                    "with named groups `student` and optionally `timestamp` (overrides --lms)")
     p.add_argument("--due", default=None, help="the due date, stored in the gradebook: '2026-10-01 23:59' "
                    "(this machine's time zone) or with an offset")
+    p.add_argument("--times", default=None, metavar="FILE", help="when each student submitted: Canvas's "
+                   "submissions API saved as JSON, or a CSV `student,submitted_at` (the download's own file "
+                   "times are never used; without a time a submission is 'time unknown', never late)")
+    p.add_argument("--worksheet", default=None, metavar="FILE", help="Moodle's grading worksheet (CSV): each "
+                   "participant's submission time, name and e-mail (needed under blind marking)")
+    p.add_argument("--lms-timezone", default=None, metavar="ZONE", help="the time zone of times the LMS writes "
+                   "without an offset, e.g. Europe/Berlin (default: this machine's)")
     p.add_argument("--late-penalty", default=None, help="none | zero | N%%/day (default: nbgrader_config.py's "
                    "late-submission plugin, which is none)")
     _grading_folder(p)

@@ -1,18 +1,27 @@
-"""How each LMS names the files of a submissions download: who submitted, when, which attempt.
+"""How each LMS names the files of a submissions download: who submitted, which attempt, and
+(where the name says it) when.
 
 A preset reads one file's path (relative to the download's top folder) and returns a `Found`, or
 None when the name is not one that LMS writes. `--pattern` builds a preset from a regular
 expression with named groups, as nbgrader's FileNameCollectorPlugin does:
 
-    canvas      {sortablename}[_LATE]_{userid}_{submissionid}_{original name}[-N].ext
-                (flat; _LATE_ when Canvas counted it late; -1, -2 ... when the same name was
-                uploaded again)
-    moodle      {Full Name}_{participantid}_assignsubmission_file_/{original name}
-                (one folder per participant; older Moodles: the same prefix on flat file names)
+    canvas      {sortablename}_[LATE_]{userid}_{attachmentid}_{original name}[-N].ext
+                [LATE_]anon_{anonymousid}_{attachmentid}_{original name}  (anonymous grading)
+                (flat; LATE_ when Canvas counted it late; -1, -2 ... when the same name was
+                uploaded again; canvas-lms lib/content_zipper.rb)
+    moodle      {Full Name}_{participantid}_assignsubmission_file[_]/{original name}
+                Participant_{participantid}_assignsubmission_file[_]/...  (blind marking)
+                (one folder per participant, trailing _ before Moodle 4.1; or the same prefix on
+                flat names; the participant id is the assignment's own mapping id, not the user id:
+                mod/assign/classes/downloader.php)
     blackboard  {assignment}_{username}_attempt_{YYYY-MM-DD-HH-MM-SS}[_{original name}].ext
     nbgrader    {student}/{assignment}/{assignment}.ipynb (+ timestamp.txt): the submitted/ folder
                 {student}+{assignment}+{timestamp}[+{random}]/{assignment}.ipynb: the exchange inbound
     folder      {student}.ipynb, {student}_{assignment}.ipynb or {student}/{any}.ipynb (no LMS)
+
+A download's own file times are never read: Canvas and Moodle stamp every entry of their zip with
+the moment they build it. Times come from the names (Blackboard, nbgrader) or from what the LMS
+records beside the download (grader/lms_records.py).
 """
 import datetime
 import re
@@ -46,47 +55,62 @@ class Found:
         return (self.path.suffix == ".ipynb", when, self.revision, self.path.name)
 
 
-def local_time(naive_or_aware):
-    """A datetime as aware UTC; a naive one is read in this machine's time zone (as an instructor
-    types a deadline, and as Blackboard writes its attempt times)."""
+def local_time(naive_or_aware, zone=None):
+    """A datetime as aware UTC; a naive one is read in `zone` (an IANA name such as Europe/Berlin,
+    the LMS's zone), else in this machine's time zone (as an instructor types a deadline)."""
     value = naive_or_aware
     if value.tzinfo is None:
-        value = value.astimezone()          # naive: local time
+        value = value.replace(tzinfo=time_zone(zone)) if zone else value.astimezone()
     return value.astimezone(datetime.timezone.utc)
 
 
-def parse_time(text):
+def time_zone(name):
+    """The zone called `name`; ValueError naming the problem for an unknown one."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as error:
+        raise ValueError(f"unknown time zone {name!r}: give an IANA name such as Europe/Berlin or "
+                         "America/New_York") from error
+
+
+def parse_time(text, zone=None):
     """'2026-10-01 23:59', '2026-10-01T23:59:00-05:00', nbgrader's '2026-10-01 12:00:00.123 UTC',
-    Blackboard's '2026-10-01-23-59-00' -> aware UTC datetime; ValueError with the forms it takes."""
+    Blackboard's '2026-10-01-23-59-00', Moodle's 'Thursday, 1 October 2026, 11:59 PM' -> aware UTC
+    datetime, reading a time without an offset in `zone` (default: this machine's); ValueError with
+    the forms it takes."""
+    if zone:
+        time_zone(zone)                     # an unknown zone is its own error, not a bad time
     text = text.strip()
     blackboard = re.fullmatch(r"(\d{4})-(\d\d)-(\d\d)-(\d\d)-(\d\d)-(\d\d)", text)
     if blackboard:
-        return local_time(datetime.datetime(*map(int, blackboard.groups())))
+        return local_time(datetime.datetime(*map(int, blackboard.groups())), zone)
     try:
         from dateutil import parser
-        return local_time(parser.parse(text))
+        return local_time(parser.parse(text), zone)
     except (ValueError, OverflowError) as error:
         raise ValueError(f"cannot read {text!r} as a date and time; expected e.g. '2026-10-01 23:59' "
                          "(this machine's time zone) or '2026-10-01T23:59:00+02:00'") from error
 
 
-_CANVAS = re.compile(r"(?P<name>[^_/]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sid>\d+)_(?P<orig>.+?)"
-                     r"(?:-(?P<rev>\d+))?(?P<ext>\.[A-Za-z0-9]+)?", re.IGNORECASE)
+# the name part keeps letters, digits and underscores (Canvas drops the rest and every "_<digits>_")
+_CANVAS = re.compile(r"(?:(?P<name>[^/]+?)_)??(?P<late>late_)?(?P<uid>\d+|anon_[A-Za-z0-9]+)_(?P<sid>\d+)_"
+                     r"(?P<orig>.+?)(?:-(?P<rev>\d+))?(?P<ext>\.[A-Za-z0-9]+)?", re.IGNORECASE)
 _MOODLE = re.compile(r"(?P<name>.+?)_(?P<uid>\d+)_assignsubmission_(?:file|onlinetext)_?(?P<orig>.*)")
 _BLACKBOARD = re.compile(r"(?P<assignment>.+)_(?P<user>[^_]+)_attempt_"
                          r"(?P<time>\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d)(?:_(?P<orig>.+))?")
 _EXCHANGE = re.compile(r"(?P<student>[^+]+)\+(?P<assignment>[^+]+)\+(?P<time>[^+]+)(?:\+.*)?")
 
 
-def canvas(relative, path, assignment_id, file_time=None):
+def canvas(relative, path, assignment_id, zone=None):
     match = _CANVAS.fullmatch(relative.name)
     if len(relative.parts) != 1 or not match:
         return None
-    return Found(path, login=match["uid"], name=match["name"], lms_late=bool(match["late"]),
-                 revision=int(match["rev"] or 0), submitted_at=file_time, preset="canvas")
+    return Found(path, login=match["uid"], name=match["name"] or "", lms_late=bool(match["late"]),
+                 revision=int(match["rev"] or 0), preset="canvas")
 
 
-def moodle(relative, path, assignment_id, file_time=None):
+def moodle(relative, path, assignment_id, zone=None):
     if len(relative.parts) == 2:        # one folder per participant
         match = _MOODLE.fullmatch(relative.parts[0])
     elif len(relative.parts) == 1:      # older Moodles: flat names with the same prefix
@@ -96,18 +120,18 @@ def moodle(relative, path, assignment_id, file_time=None):
         match = None
     if not match:
         return None
-    return Found(path, login=match["uid"], name=match["name"], submitted_at=file_time, preset="moodle")
+    return Found(path, login=match["uid"], name=match["name"], preset="moodle")
 
 
-def blackboard(relative, path, assignment_id, file_time=None):
+def blackboard(relative, path, assignment_id, zone=None):
     match = _BLACKBOARD.fullmatch(relative.stem) if len(relative.parts) == 1 else None
     if not match:
         return None
-    return Found(path, login=match["user"], name=match["user"], submitted_at=parse_time(match["time"]),
+    return Found(path, login=match["user"], name=match["user"], submitted_at=parse_time(match["time"], zone),
                  preset="blackboard", receipt=match["orig"] is None and relative.suffix == ".txt")
 
 
-def nbgrader(relative, path, assignment_id, file_time=None):
+def nbgrader(relative, path, assignment_id, zone=None):
     parts = relative.parts
     if len(parts) == 3 and parts[1] == assignment_id:                 # submitted/<student>/<aid>/...
         student, stamp_file = parts[0], path.parent / "timestamp.txt"
@@ -125,7 +149,7 @@ def nbgrader(relative, path, assignment_id, file_time=None):
     return Found(path, login=student, name=student, submitted_at=when, preset="nbgrader")
 
 
-def folder(relative, path, assignment_id, file_time=None):
+def folder(relative, path, assignment_id, zone=None):
     """No LMS: the student is the file's name (less the assignment id) or the top folder's."""
     parts = relative.parts
     if len(parts) == 1:
@@ -150,13 +174,13 @@ def from_pattern(regex):
         raise ValueError(f"--pattern {regex!r} needs a named group for the student, e.g. "
                          r"'(?P<student>[^_]+)_(?P<timestamp>[0-9-]+)\.ipynb'")
 
-    def preset(relative, path, assignment_id, file_time=None):
+    def preset(relative, path, assignment_id, zone=None):
         match = compiled.search(relative.as_posix())
         if not match or not match["student"]:
             return None
-        when = file_time
+        when = None
         if "timestamp" in compiled.groupindex and match["timestamp"]:
-            when = parse_time(match["timestamp"])
+            when = parse_time(match["timestamp"], zone)
         return Found(path, login=match["student"], name=match["student"], submitted_at=when, preset="pattern")
     return preset
 
@@ -171,15 +195,15 @@ def _try_time(text):
         return None
 
 
-def read_names(files, assignment_id, lms="auto", pattern=None):
+def read_names(files, assignment_id, lms="auto", pattern=None, zone=None):
     """(preset name, [Found], [unrecognised relative paths]) for `files`, a list of
-    (relative PurePosixPath, Path, file time or None). `auto` takes the preset that reads the most
-    files (an LMS preset before `folder` on a tie)."""
+    (relative PurePosixPath, Path). `auto` takes the preset that reads the most files (an LMS preset
+    before `folder` on a tie). `zone`: the LMS's time zone, for times in names without an offset."""
     if pattern:
         preset, name = from_pattern(pattern), "pattern"
     elif lms == "auto":
         name = max(LMS_PRESETS + ("folder",), key=lambda n: (
-            sum(PRESETS[n](rel, path, assignment_id, when) is not None for rel, path, when in files),
+            sum(PRESETS[n](rel, path, assignment_id, zone) is not None for rel, path in files),
             n != "folder"))
         preset = PRESETS[name]
     elif lms in PRESETS:
@@ -187,8 +211,8 @@ def read_names(files, assignment_id, lms="auto", pattern=None):
     else:
         raise ValueError(f"unknown --lms {lms!r}; choose one of auto, {', '.join(PRESETS)}")
     found, unrecognised = [], []
-    for relative, path, when in files:
-        item = preset(relative, path, assignment_id, when)
+    for relative, path in files:
+        item = preset(relative, path, assignment_id, zone)
         if item is None:
             unrecognised.append(relative)
         elif not item.receipt:

@@ -81,7 +81,7 @@ class Batch:
         self.course, self.assignment_id = course, assignment_id
         self.options = options or Options()
         self.course_db = course.db_url
-        self.kernel_server = self.worker_server = self.trace = None
+        self.kernel_server = self.worker_server = self.trace = self.due = None
         if self.options.sandboxed:
             check_available()   # refuse loudly rather than run student code with our rights
         self.scratch = Path(tempfile.mkdtemp(prefix=f"grade-{assignment_id}-"))
@@ -111,9 +111,10 @@ class Batch:
         # the course gradebook must know the assignment too (`release` may not have run here)
         if not _gradebook_has(self.course_db, aid):
             generate_release(self.course, aid, self.scratch / "release-course")
-        if options.due is not None:
-            with compat.gradebook(self.course_db) as gb:
+        with compat.gradebook(self.course_db) as gb:
+            if options.due is not None:
                 late.set_due_date(gb, aid, options.due)
+            self.due = late.due_date(gb, aid)        # this run's, or the one an earlier run stored
         self.penalty_config = options.late_penalty if options.late_penalty is not None else late.penalty_config(
             course_config=self.course.late_penalty_config())
         self.released = cells.read(self.course.release_notebook(aid))

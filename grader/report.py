@@ -61,7 +61,10 @@ def class_figure(scores, not_graded, tests, rates, max_score):
 
 
 def _late(outcome):
-    """'late 30.0 h, -3.6 points', 'on time', or '' when nobody knows (no due date or time)."""
+    """'late 30.0 h, -3.6 points', 'on time', 'time unknown' (a due date but no time), or '' (no due
+    date)."""
+    if outcome.get("time_unknown"):
+        return "late (the LMS says), time unknown" if outcome.get("late") else "time unknown"
     if outcome.get("late") is None:
         return ""
     if not outcome["late"]:

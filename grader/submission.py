@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .course import CELL_TIMEOUT_S
+from .lms import time_zone
 
 # who a submission is in its own temporary gradebook (the merge stage files it under the real student)
 TEMPLATE_STUDENT = "submission"
@@ -45,6 +46,9 @@ class Options:
     total_timeout: int | None = None     # seconds per notebook (default: see stages/execute.py)
     lms: str = "auto"                    # how the download names its files (grader/lms.py)
     pattern: str | None = None           # a regular expression instead of a preset
+    times: str | None = None             # Canvas's submissions JSON or a CSV of times (grader/lms_records.py)
+    worksheet: str | None = None         # Moodle's grading worksheet: times and who each participant is
+    lms_timezone: str | None = None      # the LMS's zone, for its times without an offset
     due: object = None                   # an aware datetime: the assignment's due date
     late_penalty: object = None          # a traitlets Config (stages/late.py); None: the course's
     progress: bool = True                # a progress bar while grading
@@ -58,6 +62,8 @@ class Options:
                 raise ValueError(f"{name} must be one of {', '.join(kind)}, not {value!r}") from None
         if self.scheduler and self.engine is not Engine.DASK:
             object.__setattr__(self, "engine", Engine.DASK)
+        if self.lms_timezone:
+            time_zone(self.lms_timezone)        # ValueError naming an unknown zone
         for name in ("workers", "cell_timeout", "total_timeout"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -79,6 +85,7 @@ class Submission:
     # what the download says
     login: str = ""                            # who the LMS says sent it (user id, username)
     name: str = ""                             # the LMS's readable name for them, when it gives one
+    email: str = ""                            # their e-mail address, when the LMS's records give it
     preset: str = ""                           # the naming it was read with (grader/lms.py)
     submitted_at: object = None                # aware UTC datetime, when the download says
     lms_late: bool | None = None               # the LMS's own late flag (Canvas)
@@ -99,6 +106,7 @@ class Submission:
     max_score: float = 0.0
     failed: list = field(default_factory=list)   # grade ids of failed test cells
     late: bool | None = None                   # None: unknown (no due date or no submission time)
+    time_unknown: bool = False                 # a due date, but nothing says when it was submitted
     seconds_late: float | None = None
     penalty: float = 0.0                       # points taken by the late-submission penalty
 
@@ -117,6 +125,10 @@ class Submission:
 
     @property
     def late_label(self):
+        if self.late and self.time_unknown:
+            return "late (the LMS says), time unknown"
+        if self.time_unknown:
+            return "time unknown"
         if not self.late:
             return "-" if self.late is None else "on time"
         when = f" {_duration(self.seconds_late)}" if self.seconds_late else ""
@@ -129,7 +141,7 @@ class Submission:
     def summary(self):
         """What the class report keeps of it (course/outcomes/<id>.json): plain data only."""
         keep = ("student", "status", "reason", "score", "max_score", "failed", "notes", "seconds",
-                "late", "seconds_late", "penalty")
+                "late", "seconds_late", "penalty", "time_unknown")
         data = {name: getattr(self, name) for name in keep}
         data["status"] = str(self.status)
         data["submitted_at"] = self.submitted_at.isoformat() if self.submitted_at else None

@@ -34,43 +34,57 @@ def _bytes(nb):
     return nbformat.writes(nb).encode()
 
 
-def _zip(path, members):
-    """members: (name in the zip, notebook, aware datetime the LMS stamped it with)."""
+def _zip(path, members, built=DUE + datetime.timedelta(days=2)):
+    """members: (name in the zip, notebook). As Canvas and Moodle build their zips, every entry is
+    stamped with the moment of the download: here two days after the deadline."""
     with zipfile.ZipFile(path, "w") as archive:
-        for name, nb, when in members:
-            info = zipfile.ZipInfo(name, date_time=when.astimezone().timetuple()[:6])  # zip times are local
-            archive.writestr(info, _bytes(nb))
+        for name, nb in members:
+            archive.writestr(zipfile.ZipInfo(name, date_time=built.astimezone().timetuple()[:6]), _bytes(nb))
+    return path
+
+
+def _canvas_times(path, times):
+    """Canvas's submissions API saved as JSON: {user id: aware submission time}."""
+    path.write_text(json.dumps([{"user_id": int(uid), "submitted_at": when.isoformat(), "late": when > DUE}
+                                for uid, when in times.items()]))
     return path
 
 
 @pytest.fixture(scope="module")
 def term(tmp_path_factory):
-    """Roster, then a Canvas download of a1 and a Moodle download of a3, graded by the CLI."""
+    """Roster, then a Canvas download of a1 (its times from Canvas's submissions API) and a Moodle
+    download of a3 (its participants and times from the grading worksheet), graded by the CLI."""
     root = tmp_path_factory.mktemp("term")
     course = root / "course"
     (root / "roster.csv").write_text(ROSTER)
-    early, before, after = DUE - datetime.timedelta(days=2), DUE - datetime.timedelta(hours=1), \
-        DUE + datetime.timedelta(hours=30)
+    before, after = DUE - datetime.timedelta(hours=1), DUE + datetime.timedelta(hours=30)
     buggy, _ = buggy_submission(COURSE, A1, "sin_cos_swapped")
     canvas = _zip(root / "canvas_a1.zip", [
-        ("doejane_101_5001_a1_self_attention.ipynb", buggy, early),              # first try
-        ("doejane_101_5001_a1_self_attention-1.ipynb", perfect_submission(COURSE, A1), before),   # re-upload
-        ("smithjohn_LATE_102_5002_a1_self_attention.ipynb", perfect_submission(COURSE, A1), after),
-        ("strangerbob_999_5003_a1_self_attention.ipynb", perfect_submission(COURSE, A1), before),
+        ("doejane_101_5001_a1_self_attention.ipynb", buggy),                                # first try
+        ("doejane_101_5001_a1_self_attention-1.ipynb", perfect_submission(COURSE, A1)),    # re-upload
+        ("smithjohn_LATE_102_5002_a1_self_attention.ipynb", perfect_submission(COURSE, A1)),
+        ("strangerbob_999_5003_a1_self_attention.ipynb", perfect_submission(COURSE, A1)),
         # swilson (103) skipped a1
     ])
+    times = _canvas_times(root / "a1_submissions.json", {"101": before, "102": after, "999": before})
+    # Moodle's folder numbers are the assignment's participant ids, not user ids (4711 is Jane)
     moodle = _zip(root / "moodle_a3.zip", [
-        ("Jane Doe_101_assignsubmission_file_/a3_flops_io.ipynb", perfect_submission(COURSE, A3), before),
-        ("John Smith_102_assignsubmission_file_/my_a3.ipynb", perfect_submission(COURSE, A3), before),
-        ("Sam Wilson_103_assignsubmission_file_/a3_flops_io.ipynb", perfect_submission(COURSE, A3), before),
+        ("Jane Doe_4711_assignsubmission_file_/a3_flops_io.ipynb", perfect_submission(COURSE, A3)),
+        ("John Smith_4712_assignsubmission_file_/my_a3.ipynb", perfect_submission(COURSE, A3)),
+        ("Participant_4713_assignsubmission_file/a3_flops_io.ipynb", perfect_submission(COURSE, A3)),
     ])
+    (root / "a3_worksheet.csv").write_text(
+        'Identifier,"Full name","Email address",Status,"Last modified (submission)"\n'
+        '"Participant 4711","Jane Doe",jane.doe@uni.example,Submitted,"Thursday, 1 October 2026, 8:00 PM"\n'
+        '"Participant 4712","John Smith",john.smith@uni.example,Submitted,"Thursday, 1 October 2026, 9:00 PM"\n'
+        '"Participant 4713","Sam Wilson",Sam.Wilson@uni.example,Submitted,"Thursday, 1 October 2026, 9:30 PM"\n')
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["roster", "import", str(root / "roster.csv"), "--course-dir", str(course)]) == 0
-        assert main(["autograde", A1, str(canvas), "--lms", "auto", "--due", DUE.isoformat(),
+        assert main(["autograde", A1, str(canvas), "--lms", "auto", "--due", DUE.isoformat(), "--times", str(times),
                      "--late-penalty", "10%/day", "--course-dir", str(course), "--workers", "2"]) == 0
-        assert main(["autograde", A3, str(moodle), "--lms", "moodle", "--course-dir", str(course),
-                     "--workers", "2"]) == 0
+        assert main(["autograde", A3, str(moodle), "--lms", "moodle", "--worksheet", str(root / "a3_worksheet.csv"),
+                     "--lms-timezone", "UTC", "--course-dir", str(course), "--workers", "2"]) == 0
     return root, course, out.getvalue()
 
 
@@ -159,10 +173,11 @@ def test_regrading_one_student_leaves_the_others_as_they_were(term, tmp_path):
     root, course, _ = term
     before = json.loads((course / "outcomes" / f"{A1}.json").read_text())
     one = _zip(tmp_path / "one.zip", [("smithjohn_LATE_102_5002_a1_self_attention.ipynb",
-                                       perfect_submission(COURSE, A1),
-                                       DUE + datetime.timedelta(hours=30))])
+                                       perfect_submission(COURSE, A1))])
+    times = _canvas_times(tmp_path / "times.json", {"102": DUE + datetime.timedelta(hours=30)})
     with redirect_stdout(io.StringIO()) as printed:
-        assert main(["autograde", A1, str(one), "--course-dir", str(course), "--workers", "1"]) == 0
+        assert main(["autograde", A1, str(one), "--times", str(times), "--course-dir", str(course),
+                     "--workers", "1"]) == 0
     assert "missing" in printed.getvalue() and "jdoe" not in printed.getvalue(), \
         "jdoe was graded before: not missing"
     after = json.loads((course / "outcomes" / f"{A1}.json").read_text())
@@ -180,8 +195,8 @@ def test_regrading_keeps_manual_grades(term):
         gb.db.commit()
         before = gb.find_submission(A1, "jdoe").score
     with redirect_stdout(io.StringIO()):
-        assert main(["autograde", A1, str(root / "canvas_a1.zip"), "--course-dir", str(course),
-                     "--workers", "2"]) == 0
+        assert main(["autograde", A1, str(root / "canvas_a1.zip"), "--times", str(root / "a1_submissions.json"),
+                     "--course-dir", str(course), "--workers", "2"]) == 0
     with warnings.catch_warnings(), compat.gradebook(url) as gb:
         warnings.simplefilter("ignore")
         assert gb.find_grade("written_permutation", A1, A1, "jdoe").manual_score == 2

@@ -1,18 +1,19 @@
-"""collect: find one notebook per student in whatever the instructor was given.
+"""collect: find one notebook per student in whatever the instructor was given, and when it came.
 
 The source is a folder or a .zip as an LMS gives it (Canvas, Moodle, Blackboard), nbgrader's
 submitted/ folder or exchange inbound, or a plain folder of notebooks; grader/lms.py reads who
-submitted each file and when. When one student sent several files, the latest notebook is graded
-and the others are listed; files no naming reads are listed as unrecognised, never dropped.
-Mapping the LMS's identity to the class list is the next stage (identify)."""
-import datetime
-import os
+submitted each file. When one student sent several files, the latest notebook is graded and the
+others are listed; files no naming reads are listed as unrecognised, never dropped. The time of a
+submission comes from its name (Blackboard, nbgrader) or from what the LMS records beside the
+download (--times, --worksheet: grader/lms_records.py), never from the download's file times; a
+submission with none is "time unknown", never late by a guess. Mapping the LMS's identity to the
+class list is the next stage (identify)."""
 import tempfile
-import time
 import zipfile
 from pathlib import Path
 
-from ..lms import SAFE_ID, local_time, read_names, relative_files
+from ..lms import SAFE_ID, read_names, relative_files
+from ..lms_records import read_times, read_worksheet
 from ..submission import Status, Submission
 
 
@@ -21,15 +22,20 @@ def collect(intake, batch):
     naming reads); a zip is unpacked into the batch's scratch folder."""
     options = batch.options
     preset, intake.submissions, unrecognised = read_download(intake.source, batch.assignment_id, batch.scratch,
-                                                             lms=options.lms, pattern=options.pattern)
+                                                             lms=options.lms, pattern=options.pattern,
+                                                             zone=options.lms_timezone)
     intake.preset = preset
+    for records in (read_times(options.times, options.lms_timezone) if options.times else None,
+                    read_worksheet(options.worksheet, options.lms_timezone) if options.worksheet else None):
+        if records is not None:
+            apply_records(intake.submissions, records)
     intake.unrecognised = [Submission(path, status=Status.UNRECOGNISED,
                                       reason=f"not read as a {preset} file name (use --lms or --pattern)")
                            for path in unrecognised]
     return intake
 
 
-def read_download(source, assignment_id, workspace, lms="auto", pattern=None):
+def read_download(source, assignment_id, workspace, lms="auto", pattern=None, zone=None):
     """(the preset that read the names, [Submission], [relative paths of unrecognised files])."""
     source = Path(source)
     if not source.exists():
@@ -37,8 +43,8 @@ def read_download(source, assignment_id, workspace, lms="auto", pattern=None):
     from_zip = source.is_file()
     if from_zip:
         source = _unzip(source, Path(tempfile.mkdtemp(prefix="download-", dir=workspace)))
-    files = [(rel, path, _file_time(path) if from_zip else None) for rel, path in relative_files(source)]
-    preset, found, unrecognised = read_names(files, assignment_id, lms=lms, pattern=pattern)
+    preset, found, unrecognised = read_names(relative_files(source), assignment_id, lms=lms, pattern=pattern,
+                                             zone=zone)
     by_login = {}
     for item in found:
         by_login.setdefault(item.login, []).append(item)
@@ -52,6 +58,23 @@ def read_download(source, assignment_id, workspace, lms="auto", pattern=None):
                                               login=login, preset=preset))
     unrecognised = [str(r) for r in unrecognised if not (preset == "nbgrader" and r.name == "timestamp.txt")]
     return preset, sorted(submissions, key=lambda s: s.login), unrecognised
+
+
+def apply_records(submissions, records):
+    """What the LMS records for each submission, matched by the key the download names them by:
+    the time (and the LMS's late verdict) wherever the records hold one, the name and e-mail they
+    give; a submission the records do not know keeps what its name said."""
+    for submission in submissions:
+        record = records.get(submission.login)
+        if record is None:
+            continue
+        submission.submitted_at = record.submitted_at or submission.submitted_at
+        if record.late is not None:
+            submission.lms_late = record.late
+        submission.name = submission.name or record.name
+        if record.name and submission.name.lower() == "participant":     # Moodle's blind marking
+            submission.name = record.name
+        submission.email = record.email or submission.email
 
 
 def _latest(assignment_id, attempts):
@@ -98,16 +121,8 @@ def _unzip(archive_path, target):
         for member in archive.infolist():   # never write outside the target (zip slip)
             if member.filename.startswith("/") or ".." in Path(member.filename).parts:
                 raise ValueError(f"unsafe path in zip: {member.filename}")
-        for member in archive.infolist():
-            written = Path(archive.extract(member, target))
-            if not member.is_dir():         # keep the time the LMS wrote (zip times are local times)
-                stamp = time.mktime(member.date_time + (0, 0, -1))
-                os.utime(written, (stamp, stamp))
+        archive.extractall(target)
     return _single_top_folder(target)
-
-
-def _file_time(path):
-    return local_time(datetime.datetime.fromtimestamp(path.stat().st_mtime))
 
 
 def _single_top_folder(folder):

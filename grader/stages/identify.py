@@ -32,17 +32,32 @@ def _slug(text):
 
 
 def default_id(submission):
-    """The id of a student when there is no roster."""
+    """The id of a student when there is no roster (or the LMS hides who it is)."""
+    if submission.preset == "moodle" and anonymous(submission):
+        return f"participant_{submission.login}"
     if submission.preset in ("canvas", "moodle") and submission.name:
         return SAFE_ID.sub("_", f"{_slug(submission.name)}_{submission.login}")
     return SAFE_ID.sub("_", submission.login)
 
 
+def anonymous(submission):
+    """The LMS hides who this is (Canvas anonymous grading: anon_<id>; Moodle blind marking:
+    Participant_<n>, its records not saying more)."""
+    return (submission.preset == "canvas" and submission.login.startswith("anon_")) or \
+        (submission.preset == "moodle" and submission.name.lower() in ("participant", ""))
+
+
 def _candidates(submission, roster):
     login = submission.login.strip().lower()
-    for key in (lambda s: s.lms_user_id, lambda s: s.id, lambda s: s.email,
-                lambda s: s.email.split("@")[0] if s.email else ""):
+    # Moodle's number is the assignment's own participant id, never a user id or roster id
+    keys = [] if submission.preset == "moodle" else [
+        lambda s: s.lms_user_id, lambda s: s.id, lambda s: s.email, lambda s: s.email.split("@")[0] if s.email else ""]
+    for key in keys:
         hits = [s for s in roster if key(s) and key(s).strip().lower() == login]
+        if hits:
+            return hits
+    if submission.email:                                          # from the LMS's records
+        hits = [s for s in roster if s.email and s.email.strip().lower() == submission.email.strip().lower()]
         if hits:
             return hits
     if submission.preset == "canvas" and submission.name:        # sortable name: "doejane"
@@ -69,6 +84,11 @@ def match_roster(submissions, roster=None):
         return submissions, [], []
     chosen, strangers = {}, []
     for submission in submissions:
+        if anonymous(submission):     # graded under the LMS's anonymous id; the roster cannot know it
+            submission.student = default_id(submission)
+            submission.note("anonymous in the LMS: graded as " + submission.student)
+            chosen[submission.student] = submission
+            continue
         hits = _candidates(submission, roster)
         if not hits or len(hits) > 1:
             why = ("not graded (add them to the roster with `python -m grader roster import`, then grade again)"
@@ -87,7 +107,8 @@ def match_roster(submissions, roster=None):
             chosen[submission.student] = later
         else:
             chosen[submission.student] = submission
-    missing = [s for s in roster if s.id not in chosen]
+    # under anonymous grading nobody can tell who of the roster has not submitted
+    missing = [] if any(anonymous(s) for s in chosen.values()) else [s for s in roster if s.id not in chosen]
     return sorted(chosen.values(), key=lambda s: s.student), strangers, missing
 
 

@@ -28,8 +28,10 @@ PENALTY_SECTIONS = ("AssignLatePenalties", "LateSubmissionPlugin", "PerDayPenalt
 
 def late(submission, batch):
     """Record when the submission came and let nbgrader set its penalty; `submission.late`: late by
-    the due date or by the LMS's own flag, None when nobody can tell."""
+    the due date or by the LMS's own flag, None when nobody can tell. With a due date but no time a
+    submission is "time unknown": never late by a guess."""
     submission.late = submission.lms_late
+    submission.time_unknown = batch.due is not None and submission.submitted_at is None
     if submission.status not in (Status.GRADED, Status.NOT_GRADED):
         return submission
     seconds_late, submission.penalty = apply_late_penalty(batch.assignment_id, submission.student, batch.course_db,
@@ -89,6 +91,16 @@ def naive_utc(when):
 
 def set_due_date(gradebook, assignment_id, due):
     gradebook.update_or_create_assignment(assignment_id, duedate=naive_utc(due))
+
+
+def due_date(gradebook, assignment_id):
+    """The assignment's due date in the gradebook (aware UTC), or None."""
+    from nbgrader.api import MissingEntry
+    try:
+        due = gradebook.find_assignment(assignment_id).duedate
+    except MissingEntry:
+        return None
+    return due.replace(tzinfo=datetime.timezone.utc) if due else None
 
 
 def apply_late_penalty(assignment_id, student, db_url, submitted_at, config):

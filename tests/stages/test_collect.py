@@ -112,3 +112,46 @@ def test_the_nbgrader_keys_are_not_submissions(collected, tmp_path):
     [alice] = intake.submissions
     assert alice.student == "alice" and alice.submitted_at.day == 1 and alice.others == []
     assert intake.unrecognised == []
+
+
+def _canvas_zip(path, names, stamped):
+    """A Canvas download as Canvas builds it: every entry stamped with the moment the zip is made."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name in names:
+            archive.writestr(zipfile.ZipInfo(name, date_time=stamped.timetuple()[:6]), nbformat.writes(
+                nbformat.v4.new_notebook()))
+    return path
+
+
+def test_zip_entry_times_are_never_submission_times(collected, tmp_path):
+    """Downloaded two days after the deadline: without the LMS's records nobody's time is known
+    (never two days late); with Canvas's submissions JSON every time is the LMS's own."""
+    import datetime
+    import json
+    due = datetime.datetime(2026, 10, 1, 23, 59, tzinfo=datetime.timezone.utc)
+    download = _canvas_zip(tmp_path / "download.zip", [f"doejane_101_5001_{A1}.ipynb",
+                                                       f"smithjohn_LATE_102_5002_{A1}.ipynb"],
+                           due + datetime.timedelta(days=2))
+    found = {s.login: s for s in collected(download).submissions}
+    assert found["101"].submitted_at is None and found["102"].submitted_at is None
+    assert found["102"].lms_late is True, "Canvas's own LATE flag is kept"
+    times = tmp_path / "submissions.json"
+    times.write_text(json.dumps([{"user_id": 101, "submitted_at": "2026-10-01T21:15:00Z", "late": False},
+                                 {"user_id": 102, "submitted_at": "2026-10-03T05:59:00Z", "late": True}]))
+    found = {s.login: s for s in collected(download, times=str(times)).submissions}
+    assert found["101"].submitted_at == due - datetime.timedelta(hours=2, minutes=44)
+    assert found["102"].submitted_at - due == datetime.timedelta(hours=30)
+
+
+def test_a_moodle_worksheet_names_and_times_each_participant(collected, tmp_path):
+    download = tmp_path / "moodle"
+    _nb(download / f"Participant_4711_assignsubmission_file/{A1}.ipynb")       # blind marking
+    _nb(download / f"John Smith_4712_assignsubmission_file_/{A1}.ipynb")
+    worksheet = tmp_path / "worksheet.csv"
+    worksheet.write_text(
+        'Identifier,"Full name","Email address",Status,"Last modified (submission)"\n'
+        '"Participant 4711","Jane Doe",jane@uni.example,Submitted,"Thursday, 1 October 2026, 10:15 PM"\n'
+        '"Participant 4712","John Smith",john@uni.example,Submitted,"Friday, 2 October 2026, 8:00 AM"\n')
+    found = {s.login: s for s in collected(download, worksheet=str(worksheet), lms_timezone="UTC").submissions}
+    assert (found["4711"].name, found["4711"].email) == ("Jane Doe", "jane@uni.example")
+    assert found["4711"].submitted_at.hour == 22 and found["4712"].submitted_at.day == 2

@@ -73,3 +73,21 @@ def test_missing_means_nothing_graded_for_the_assignment(course, tmp_path, grade
         [swilson] = intake.missing
         assert swilson.student == "swilson" and swilson.status == Status.MISSING
         assert swilson.reason == "Sam Wilson: no submission"
+
+
+def test_a_moodle_participant_number_is_never_taken_for_a_user_id():
+    """Moodle's number is the assignment's own mapping id: participant 103 is not Sam (user 103)."""
+    jane = sent("103", "Jane Doe", preset="moodle")
+    [matched], strangers, _ = match_roster([jane], ROSTER)
+    assert matched.student == "jdoe" and strangers == []
+    by_email = Submission("4711", None, login="4711", name="J. Doe", preset="moodle", email="JANE.DOE@uni.example")
+    [matched], _, _ = match_roster([by_email], ROSTER)
+    assert matched.student == "jdoe", "the worksheet's e-mail, matched whatever its case"
+
+
+def test_anonymous_submissions_are_graded_under_the_lms_id_and_nobody_is_called_missing():
+    anonymous = [sent("anon_acJ4Q", preset="canvas"), sent("4711", "Participant", preset="moodle")]
+    submissions, strangers, missing = match_roster(anonymous, ROSTER)
+    assert sorted(s.student for s in submissions) == ["anon_acJ4Q", "participant_4711"]
+    assert all("anonymous in the LMS" in " ".join(s.notes) for s in submissions)
+    assert strangers == [] and missing == [], "under anonymous grading nobody can tell who has not submitted"

@@ -1,7 +1,7 @@
 """late: the submission time goes into the course gradebook and nbgrader's AssignLatePenalties sets
 the penalty, in each form an instructor can choose -- none (flagged only), zero, N % per started
-day, or whatever nbgrader_config.py configures; work with no due date or no time is 'unknown',
-never 'late'."""
+day, or whatever nbgrader_config.py configures; work with a due date but no time is 'time
+unknown', never late by a guess."""
 import dataclasses
 import datetime
 
@@ -45,9 +45,11 @@ def test_on_time_unknown_and_the_lms_flag(graded, a1_batch, monkeypatch):
     on_time = recorded(graded, a1_batch, "on_time", DUE - HOUR)
     assert (on_time.late, on_time.seconds_late, on_time.penalty, on_time.late_label) == (False, 0, 0, "on time")
     unknown = recorded(graded, a1_batch, "no_time", None)
-    assert unknown.late is None and unknown.penalty == 0 and unknown.late_label == "-"
+    assert (unknown.late, unknown.time_unknown, unknown.penalty) == (None, True, 0)
+    assert unknown.late_label == "time unknown", "a due date but no time: never late by a guess"
     flagged = recorded(graded, a1_batch, "canvas_says_late", None, lms_late=True)
     assert flagged.late is True and flagged.penalty == 0, "the LMS's own flag is shown, never penalised"
+    assert flagged.late_label == "late (the LMS says), time unknown"
 
 
 def test_a_late_penalty_is_lifted_when_the_time_is_corrected(graded, a1_batch, monkeypatch):

@@ -1,0 +1,79 @@
+"""What an LMS records beside a download (grader/lms_records.py), read from files written as the
+LMS writes them: Canvas's submissions API (its Submission object, from the API's documentation:
+app/controllers/submissions_api_controller.rb) and Moodle's grading worksheet (its columns from
+mod/assign/feedback/offline and assign_grading_table: Identifier "Participant <n>", the date by
+userdate's default format, "-" without a submission)."""
+import datetime
+import json
+
+import pytest
+
+from grader.lms_records import LmsRecordError, read_times, read_worksheet
+
+UTC = datetime.timezone.utc
+
+# Canvas: GET /api/v1/courses/:course_id/assignments/:assignment_id/submissions (admin: anonymous_id)
+CANVAS_SUBMISSIONS = [
+    {"id": 9001, "user_id": 101, "assignment_id": 12345, "attempt": 2, "workflow_state": "submitted",
+     "submitted_at": "2026-10-01T21:15:00Z", "late": False, "seconds_late": 0, "missing": False,
+     "excused": False, "late_policy_status": None, "anonymous_id": "acJ4Q"},
+    {"id": 9002, "user_id": 102, "assignment_id": 12345, "attempt": 1, "workflow_state": "submitted",
+     "submitted_at": "2026-10-03T05:59:00Z", "late": True, "seconds_late": 108000, "missing": False},
+    {"id": 9003, "user_id": 103, "assignment_id": 12345, "attempt": None, "workflow_state": "unsubmitted",
+     "submitted_at": None, "late": False, "missing": True},
+]
+
+# Moodle: Assignment > View all submissions > Download grading worksheet (English strings)
+WORKSHEET = "\ufeff" + "\n".join([
+    'Identifier,"Full name","Email address",Status,Grade,"Maximum grade","Grade can be changed",'
+    '"Last modified (submission)","Last modified (grade)","Feedback comments"',
+    '"Participant 4711","Jane Doe",Jane.Doe@uni.example,"Submitted for grading",,100.00,Yes,'
+    '"Thursday, 1 October 2026, 10:15 PM","Friday, 2 October 2026, 9:00 AM",',
+    '"Participant 4712","John Smith",john.smith@uni.example,"Submitted for grading",,100.00,Yes,'
+    '"Saturday, 3 October 2026, 7:59 AM",-,',
+    '"Participant 4713","Sam Wilson",sam.wilson@uni.example,"No submission",,100.00,Yes,-,-,',
+]) + "\n"
+
+
+def test_canvas_submissions_json(tmp_path):
+    path = tmp_path / "submissions.json"
+    path.write_text(json.dumps(CANVAS_SUBMISSIONS))
+    records = read_times(path)
+    assert records["101"].submitted_at == datetime.datetime(2026, 10, 1, 21, 15, tzinfo=UTC)
+    assert records["101"].late is False and records["102"].late is True
+    assert records["103"].submitted_at is None, "unsubmitted: no time"
+    assert records["anon_acJ4Q"] is records["101"], "anonymous grading's file names find the same record"
+
+
+def test_a_csv_of_times_with_a_semicolon_and_the_lms_zone(tmp_path):
+    path = tmp_path / "times.csv"
+    path.write_text("Student;Submitted_At;late\njdoe;2026-10-01 23:15;no\njsmith;2026-10-03 07:59;yes\nbkim;-;\n",
+                    encoding="utf-8-sig")
+    records = read_times(path, "Europe/Berlin")
+    assert records["jdoe"].submitted_at == datetime.datetime(2026, 10, 1, 21, 15, tzinfo=UTC)
+    assert (records["jsmith"].late, records["jdoe"].late, records["bkim"].submitted_at) == (True, False, None)
+
+
+def test_moodle_grading_worksheet(tmp_path):
+    path = tmp_path / "worksheet.csv"
+    path.write_text(WORKSHEET, encoding="utf-8")
+    records = read_worksheet(path, "Europe/Berlin")
+    jane = records["4711"]
+    assert (jane.name, jane.email) == ("Jane Doe", "Jane.Doe@uni.example")
+    assert jane.submitted_at == datetime.datetime(2026, 10, 1, 20, 15, tzinfo=UTC)
+    assert records["4713"].submitted_at is None, "'-': nothing submitted"
+
+
+@pytest.mark.parametrize("reader, text, says", [
+    (read_times, "name,when\nx,y\n", "columns `student` and `submitted_at`"),
+    (read_times, '[{"id": 1}]', "item 0 is not a Canvas submission"),
+    (read_times, "student,submitted_at\njdoe,next tuesday\n", "row 2: cannot read 'next tuesday'"),
+    (read_worksheet, "Student,Grade\njdoe,3\n", "not a Moodle grading worksheet"),
+])
+def test_a_file_that_is_not_what_was_asked_for_says_so(tmp_path, reader, text, says):
+    path = tmp_path / "records.csv"
+    path.write_text(text)
+    with pytest.raises(LmsRecordError, match=says):
+        reader(path)
+    with pytest.raises(LmsRecordError, match="no such file"):
+        reader(tmp_path / "absent.csv")
