@@ -94,29 +94,40 @@ def cmd_export(course, args):
     from .export import export
     output = args.output or str(course.grading_dir / f"grades-{args.format}.csv")
     try:
-        path, count, notes = export(course, output, args.format, assignment_ids=args.ids or None)
+        from .canvas_template import parse_maps
+        path, count, notes = export(course, output, args.format, assignment_ids=args.ids or None,
+                                    template=args.template, maps=parse_maps(args.map))
     except ValueError as error:
         raise SystemExit(f"export: {error}")
     for note in notes:
-        print(f"note: {note}")
+        print(f"note: {note}", file=sys.stderr)
     print(f"{count} rows written to {path} ({args.format})")
 
 
 def cmd_roster(course, args):
-    from .roster import RosterError, format_roster, import_roster, load_roster
-    if args.action == "import":
-        if not args.file:
-            raise SystemExit("roster import: name the CSV file (columns id, first_name, last_name, email, lms_user_id)")
-        try:
-            added, updated = import_roster(course, args.file)
-        except RosterError as error:
-            raise SystemExit(f"roster import: {error}")
-        print(f"roster: {added} added, {updated} updated; {len(load_roster(course))} students on the roster")
-    else:
-        students = load_roster(course)
-        if students is None:
-            raise SystemExit("no roster imported yet: python -m grader roster import FILE.csv")
-        print(format_roster(students))
+    from .roster import RosterError, drop_students, format_roster, import_roster, load_roster
+    try:
+        if args.action == "import":
+            if len(args.names) != 1:
+                raise SystemExit("roster import: name one CSV file: your class list (id, first_name, last_name, "
+                                 "email, lms_user_id), Canvas's gradebook export or Moodle's participants download")
+            added, updated, form, dropped = import_roster(course, args.names[0], replace=args.replace)
+            print(f"roster: read as {form}; {added} added, {updated} updated"
+                  + (f", {len(dropped)} dropped ({', '.join(dropped)})" if dropped else "")
+                  + f"; {len(load_roster(course))} students on the roster")
+        elif args.action == "drop":
+            if not args.names:
+                raise SystemExit("roster drop: name the student ids to take off the roster")
+            drop_students(course, args.names)
+            print(f"roster: dropped {', '.join(args.names)} (their grades stay in the gradebook); "
+                  f"{len(load_roster(course))} students on the roster")
+        else:
+            students = load_roster(course)
+            if students is None:
+                raise SystemExit("no roster imported yet: python -m grader roster import FILE.csv")
+            print(format_roster(students))
+    except RosterError as error:
+        raise SystemExit(f"roster {args.action}: {error}") from None
 
 
 def cmd_report(course, args):
@@ -200,11 +211,19 @@ def build_parser():
     p.add_argument("ids", nargs="*")
     p.add_argument("--format", default="long", choices=["long", "wide", "canvas", "moodle"])
     p.add_argument("--output", default=None, help="the CSV file (default: course/grades-FORMAT.csv)")
+    p.add_argument("--template", default=None, metavar="GRADEBOOK.csv", help="canvas: your own Canvas gradebook "
+                   "export, filled in (its assignment columns only, every other byte as Canvas wrote it)")
+    p.add_argument("--map", action="append", metavar='ID="TITLE (12345)"', help="canvas --template: the "
+                   "column an assignment goes into, when its title is not the assignment id")
     _grading_folder(p)
     p.set_defaults(run=cmd_export)
-    p = verbs.add_parser("roster", help="the class list: `roster import FILE.csv` or `roster show`")
-    p.add_argument("action", choices=["import", "show"])
-    p.add_argument("file", nargs="?")
+    p = verbs.add_parser("roster", help="the class list: `roster import FILE.csv` (yours, Canvas's gradebook "
+                                         "export or Moodle's participants download), `roster show`, "
+                                         "`roster drop ID...`")
+    p.add_argument("action", choices=["import", "show", "drop"])
+    p.add_argument("names", nargs="*", metavar="FILE or ID", help="import: the CSV file; drop: student ids")
+    p.add_argument("--replace", action="store_true", help="import: the roster becomes exactly the file's "
+                   "students; who is not in it is dropped (and named)")
     _grading_folder(p)
     p.set_defaults(run=cmd_roster)
     p = verbs.add_parser("report", help="class report: score histogram, failure rate per test, not graded")

@@ -7,8 +7,10 @@
             assignments concerned
     canvas  Canvas's gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, one column
             per assignment (ID is the roster's lms_user_id, Canvas's user id)
-    moodle  Moodle's grade import (CSV): First name, Last name, Email address, one column per
-            assignment; map "Email address" to the user's email when importing
+    moodle  Moodle's grade import (CSV): First name, Last name, Email address, one assignment's
+            column; only students with an e-mail address and a grade (Moodle's import clears a
+            grade for an empty cell and stops at a row it cannot match); map "Email address" to
+            the user's email when importing
 
 Totals are after nbgrader's late-submission penalty. A total is provisional while the submission
 has written answers (or an ungradable notebook) waiting for a manual grade. A missing submission
@@ -136,26 +138,52 @@ def rows_canvas(people, names, entries):
 
 
 def rows_moodle(people, names, entries):
+    """Moodle's grade import clears a grade for an empty cell and stops at a row it cannot match
+    (grade/import/csv/classes/load_data.php): one assignment, and only the rows that have both an
+    e-mail address and a grade."""
     header = ["First name", "Last name", "Email address"] + names
     rows = [[p.first_name, p.last_name, p.email] + [_number(entries[(p.id, n)].total) for n in names]
-            for p in people]
+            for p in people if p.email and all(entries[(p.id, n)].total is not None for n in names)]
     return header, rows
 
 
-def export(course, path, fmt="long", assignment_ids=None):
-    """Write the CSV; returns (path, data rows, warnings for the instructor)."""
+def _moodle_left_out(people, names, entries):
+    """Who rows_moodle leaves out, and why, for the instructor."""
+    notes = []
+    no_email = [p.id for p in people if not p.email]
+    if no_email:
+        notes.append(f"left out, no e-mail address (Moodle matches rows by it; import a roster with email): "
+                     f"{', '.join(no_email)}")
+    no_grade = [p.id for p in people if p.email and any(entries[(p.id, n)].total is None for n in names)]
+    if no_grade:
+        notes.append(f"left out, no grade to send (an empty cell would clear the grade in Moodle): "
+                     f"{', '.join(no_grade)}")
+    return notes
+
+
+def export(course, path, fmt="long", assignment_ids=None, template=None, maps=None):
+    """Write the CSV; returns (path, data rows, warnings for the instructor). `template`: the
+    instructor's Canvas gradebook export, filled in rather than a new file written (canvas only;
+    `maps`: {assignment id: Canvas column title})."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if template is not None and fmt != "canvas":
+        raise ValueError("--template is the instructor's Canvas gradebook export: it goes with --format canvas")
     people, names, entries = gather(course, assignment_ids)
+    if template is not None:
+        return _export_into_template(Path(path), people, names, entries, template, maps)
+    if fmt == "moodle" and len(names) != 1:
+        raise ValueError(f"the moodle format holds one assignment (Moodle's import clears a grade for an empty "
+                         f"cell, so each file carries only the students graded in it): name one of "
+                         f"{', '.join(names) or 'none graded yet'}, e.g. `export {names[0] if names else 'ID'} "
+                         f"--format moodle`")
     header, rows = {"long": rows_long, "wide": rows_wide, "canvas": rows_canvas, "moodle": rows_moodle}[fmt](
         people, names, entries)
-    notes = []
+    notes = _moodle_left_out(people, names, entries) if fmt == "moodle" else []
     if fmt == "canvas" and any(not p.lms_user_id for p in people):
         lacking = [p.id for p in people if not p.lms_user_id]
         notes.append(f"{len(lacking)} student(s) without an lms_user_id ({', '.join(lacking[:5])}...): Canvas "
                      "matches them by SIS Login ID only; import a roster with lms_user_id")
-    if fmt == "moodle" and any(not p.email for p in people):
-        notes.append("some students have no e-mail address: Moodle cannot match them (import a roster with email)")
     provisional = sorted({f"{e.student}/{e.assignment}" for e in entries.values() if e.provisional})
     if provisional:
         notes.append(f"{len(provisional)} total(s) are provisional (written answers or ungraded notebooks "
@@ -167,3 +195,18 @@ def export(course, path, fmt="long", assignment_ids=None):
         writer.writerow(header)
         writer.writerows(rows)
     return path, len(rows), notes
+
+
+def _export_into_template(path, people, names, entries, template, maps):
+    from .canvas_template import fill_template
+    totals = {(p.lms_user_id, n): entries[(p.id, n)].total for p in people if p.lms_user_id for n in names}
+    text, filled, notes = fill_template(template, names, totals, maps)
+    lacking = [p.id for p in people if not p.lms_user_id]
+    if lacking:
+        notes.append(f"not written, no lms_user_id (Canvas matches rows by its ID column): {', '.join(lacking)}")
+    notes.insert(0, "filled: " + "; ".join(f"{aid} -> {title}" for aid, title in filled))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("utf-8"))
+    written = sum(1 for p in people if p.lms_user_id and any(entries[(p.id, aid)].total is not None
+                                                                for aid, _ in filled))
+    return path, written, notes

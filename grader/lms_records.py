@@ -45,10 +45,10 @@ class LmsRecordError(ValueError):
 def read_times(path, zone=None):
     """{key: LmsRecord} from Canvas's submissions JSON or a `student,submitted_at` CSV."""
     path = Path(path)
-    text = _text(path)
+    text = read_text(path)
     if text.lstrip().startswith(("[", "{")):
         return _canvas_submissions(path, text, zone)
-    rows = _csv_rows(text)
+    rows = csv_rows(text)
     columns = {name.strip().lower(): name for name in rows[0]} if rows else {}
     if "student" not in columns or "submitted_at" not in columns:
         raise LmsRecordError(f"{path}: expected Canvas's submissions JSON, or a CSV whose first row names the "
@@ -69,7 +69,7 @@ def read_times(path, zone=None):
 def read_worksheet(path, zone=None):
     """{participant number: LmsRecord} from Moodle's grading worksheet."""
     path = Path(path)
-    rows = _csv_rows(_text(path))
+    rows = csv_rows(read_text(path))
     header = [name.strip() for name in rows[0]] if rows else []
     lowered = [name.lower() for name in header]
     if "identifier" not in lowered:
@@ -124,19 +124,22 @@ def _time(path, where, text, zone):
         raise LmsRecordError(f"{path}, row {where}: {error}") from error
 
 
-def _text(path):
+def read_text(path, error=LmsRecordError):
+    """A file an LMS (or a spreadsheet re-saving it) wrote: UTF-8 with or without a byte-order mark,
+    else Windows-1252."""
+    path = Path(path)
     if not path.is_file():
-        raise LmsRecordError(f"no such file: {path}")
+        raise error(f"no such file: {path}")
     raw = path.read_bytes()
     for encoding in ("utf-8-sig", "cp1252"):       # an LMS's export, or a spreadsheet's re-save of it
         try:
             return raw.decode(encoding)
         except UnicodeDecodeError:
             continue
-    raise LmsRecordError(f"{path}: neither UTF-8 nor Windows-1252 text")
+    raise error(f"{path}: neither UTF-8 nor Windows-1252 text")
 
 
-def _csv_rows(text):
+def csv_rows(text):
     """The non-empty rows of a CSV written with `,` or `;` (as a spreadsheet in many locales saves it)."""
     first = text.strip().splitlines()[0] if text.strip() else ""
     delimiter = ";" if first.count(";") > first.count(",") else ","

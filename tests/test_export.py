@@ -77,8 +77,30 @@ def test_canvas_and_moodle_columns_and_what_they_cannot_match(graded_course, tmp
     assert any("without an lms_user_id (swilson" in note for note in notes)
     moodle, notes = _rows(course, "moodle", tmp_path)
     assert moodle[0] == ["First name", "Last name", "Email address", A1]
-    assert sorted(r[2] for r in moodle[1:]) == ["", "jane.doe@uni.example", "john.smith@uni.example"]
-    assert any("no e-mail address" in note for note in notes)
+    assert sorted(r[2] for r in moodle[1:]) == ["jane.doe@uni.example", "john.smith@uni.example"]
+    assert notes[0] == "left out, no e-mail address (Moodle matches rows by it; import a roster with email): swilson"
+
+
+def test_moodle_never_gets_an_empty_grade_cell(graded_course, tmp_path):
+    """Moodle's import reads an empty cell as "no grade" and clears the grade it had
+    (grade/import/csv/classes/load_data.php): a student without a grade is left out, and named.
+    (Runs after the test above: it gives swilson, missing, an e-mail address.)"""
+    course, _ = graded_course
+    with_email = tmp_path / "roster.csv"
+    with_email.write_text("id,email\nswilson,sam@uni.example\n")
+    import_roster(course, with_email)
+    moodle, notes = _rows(course, "moodle", tmp_path)
+    assert all(row[3] for row in moodle[1:]) and "sam@uni.example" not in [row[2] for row in moodle[1:]]
+    assert notes[0] == "left out, no grade to send (an empty cell would clear the grade in Moodle): swilson"
+
+
+def test_the_moodle_format_holds_one_assignment(course, tmp_path):
+    from grader.release import generate_release
+    grading = course.with_grading_dir(tmp_path / "course")
+    for aid in ("a1_self_attention", "a2_multihead_masking"):
+        generate_release(grading, aid, tmp_path / "release")
+    with pytest.raises(ValueError, match="the moodle format holds one assignment"):
+        export(grading, tmp_path / "m.csv", "moodle")
 
 
 def test_a_not_graded_submission_is_provisional_not_zero(course, tmp_path):
@@ -93,3 +115,42 @@ def test_a_not_graded_submission_is_provisional_not_zero(course, tmp_path):
 def test_an_unknown_format_says_which_there_are(course, tmp_path):
     with pytest.raises(ValueError, match="choose one of long, wide, canvas, moodle"):
         export(course.with_grading_dir(tmp_path), tmp_path / "x.csv", "excel")
+
+
+# the instructor's own Canvas gradebook export (canvas-lms lib/gradebook_exporter.rb), with a BOM
+CANVAS_GRADEBOOK = "\ufeff" + "\r\n".join([
+    "Student,ID,SIS User ID,SIS Login ID,Section,Assignment 1 (12345),Quiz 1 (222),Current Score,Final Score",
+    "    Points Possible,,,,,18.00,5.00,(read only),(read only)",
+    '"Doe, Jane",101,S1,jdoe,"Section A, Tuesdays",,4.00,80.00,80.00',
+    '"Smith, John",102,S2,jsmith,"Section A, Tuesdays",7.00,5.00,60.00,60.00',
+    '"Other, Ann",777,S9,aother,"Section A, Tuesdays",12.00,3.00,75.00,75.00',
+]) + "\r\n"
+
+
+def test_canvas_template_fills_only_the_assignment_column(graded_course, tmp_path):
+    from grader.canvas_template import parse_maps
+    course, score = graded_course
+    template = tmp_path / "canvas-gradebook.csv"
+    template.write_bytes(CANVAS_GRADEBOOK.encode("utf-8"))
+    path, written, notes = export(course, tmp_path / "filled.csv", "canvas", template=template,
+                                  maps=parse_maps([f'{A1}="Assignment 1 (12345)"']))
+    before = CANVAS_GRADEBOOK.encode("utf-8").split(b"\r\n")
+    after = path.read_bytes().split(b"\r\n")
+    assert after[:2] == before[:2] and after[4:] == before[4:], "header, points and other students untouched"
+    assert after[2] == f'"Doe, Jane",101,S1,jdoe,"Section A, Tuesdays",{score:g},4.00,80.00,80.00'.encode()
+    assert after[3] == f'"Smith, John",102,S2,jsmith,"Section A, Tuesdays",{0.8 * score:g},5.00,60.00,60.00'.encode()
+    assert written == 2 and notes[0] == f"filled: {A1} -> Assignment 1 (12345)"
+    assert any("no lms_user_id" in note and "swilson" in note for note in notes)
+
+
+def test_canvas_template_says_which_columns_it_has(graded_course, tmp_path):
+    from grader.canvas_template import parse_maps
+    course, _ = graded_course
+    template = tmp_path / "canvas-gradebook.csv"
+    template.write_bytes(CANVAS_GRADEBOOK.encode("utf-8"))
+    with pytest.raises(ValueError, match=r"none of a1_self_attention has a column .* --map a1_self_attention="):
+        export(course, tmp_path / "x.csv", "canvas", template=template)
+    with pytest.raises(ValueError, match=r"no such column .* Assignment 1 \(12345\), Quiz 1 \(222\)"):
+        export(course, tmp_path / "x.csv", "canvas", template=template, maps=parse_maps([f"{A1}=Essay (9)"]))
+    with pytest.raises(ValueError, match="expected ASSIGNMENT_ID="):
+        parse_maps(["just a title"])

@@ -93,10 +93,10 @@ def _csv(path):
         return list(csv.reader(handle))
 
 
-def _export(course, fmt, root):
+def _export(course, fmt, root, *ids):
     target = root / f"grades-{fmt}.csv"
     with redirect_stdout(io.StringIO()):
-        assert main(["export", "--format", fmt, "--output", str(target), "--course-dir", str(course)]) == 0
+        assert main(["export", *ids, "--format", fmt, "--output", str(target), "--course-dir", str(course)]) == 0
     return _csv(target)
 
 
@@ -163,10 +163,13 @@ def test_canvas_and_moodle_imports(term):
     assert canvas[1][0] == "Points Possible"
     ids = {r[1]: r for r in canvas[2:]}
     assert sorted(ids) == ["101", "102", "103"] and ids["101"][0] == "Doe, Jane"
-    moodle = _export(course, "moodle", root)
-    assert moodle[0][:3] == ["First name", "Last name", "Email address"]
+    moodle = _export(course, "moodle", root, A3)
+    assert moodle[0] == ["First name", "Last name", "Email address", A3]
     assert sorted(r[2] for r in moodle[1:]) == ["jane.doe@uni.example", "john.smith@uni.example",
                                                  "sam.wilson@uni.example"]
+    a1 = _export(course, "moodle", root, A1)
+    assert sorted(r[2] for r in a1[1:]) == ["jane.doe@uni.example", "john.smith@uni.example"], \
+        "swilson, missing a1, is left out: an empty cell would clear a grade in Moodle"
 
 
 def test_regrading_one_student_leaves_the_others_as_they_were(term, tmp_path):
