@@ -84,10 +84,19 @@ def cmd_autograde(course, args):
 
 
 def cmd_feedback(course, args):
-    from .feedback import generate_feedback
+    from .feedback import FeedbackError, feedback_zip, generate_feedback
     [aid] = _ids(course, [args.id])
     pages = generate_feedback(course, aid)
     print(f"{len(pages)} feedback pages in {course.grading_dir / 'feedback'}")
+    if args.zip:
+        output = args.output or str(course.grading_dir / f"{aid}-feedback-{args.zip}.zip")
+        try:
+            path, count, notes = feedback_zip(course, aid, args.zip, output)
+        except FeedbackError as error:
+            raise SystemExit(f"feedback: {error}") from None
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+        print(f"{count} pages in {path}, named for {args.zip}'s bulk upload")
 
 
 def cmd_export(course, args):
@@ -203,8 +212,12 @@ def build_parser():
     p.add_argument("--dask", action="store_true", help="grade on Dask distributed (a local cluster by default)")
     p.add_argument("--scheduler", default=None, help="address of a running Dask scheduler (implies --dask)")
     p.set_defaults(run=cmd_autograde)
-    p = verbs.add_parser("feedback", help="HTML feedback per student, hidden tests removed")
+    p = verbs.add_parser("feedback", help="HTML feedback per student, hidden tests removed; --zip canvas|moodle "
+                                           "also packs it for the LMS's bulk upload")
     p.add_argument("id")
+    p.add_argument("--zip", default=None, choices=["canvas", "moodle"], help="a zip for Canvas's Re-Upload "
+                   "Submissions or Moodle's Upload multiple feedback files in a zip")
+    p.add_argument("--output", default=None, help="the zip (default: course/ID-feedback-LMS.zip)")
     _grading_folder(p)
     p.set_defaults(run=cmd_feedback)
     p = verbs.add_parser("export", help="grades as CSV: long, wide (one row per student), canvas or moodle import")

@@ -2,6 +2,7 @@
 course.py) to strip hidden test regions, so a student sees each failed check's message and the
 visible tests, never the hidden test source. The grades as CSV: export.py."""
 import warnings
+from pathlib import Path
 
 from . import compat
 
@@ -48,3 +49,53 @@ def export_csv(course, path, assignment_ids=None):
     from .export import export
     path, count, _ = export(course, path, "long", assignment_ids=assignment_ids)
     return path, count
+
+
+# what each LMS's bulk upload matches a returned file by, rebuilt from the name the download gave
+# the graded file (outcomes: lms_name)
+ZIP_FORMATS = ("canvas", "moodle")
+
+
+def feedback_zip(course, assignment_id, lms, output):
+    """Every graded student's feedback page in a zip the LMS's bulk upload reads: Canvas's
+    "Re-Upload Submissions" takes the first two all-digit `_` parts of a name as the user id and the
+    id of a file in their submission (canvas-lms Assignment#infer_comment_context_from_filename);
+    Moodle's "Upload multiple feedback files in a zip" reads <name>_<participant id>_<plugin
+    type>_<plugin name>_... (mod/assign/feedback/file/importziplib.php). Returns (path, pages
+    written, notes on who was left out and why). Run `feedback` first: the pages come from there."""
+    import zipfile
+
+    from .lms import _CANVAS, _MOODLE
+    from .report import load_outcomes
+    if lms not in ZIP_FORMATS:
+        raise FeedbackError(f"--zip {lms!r}: choose one of {', '.join(ZIP_FORMATS)}")
+    written, skipped = {}, []
+    for student, outcome in sorted(load_outcomes(course, assignment_id).items()):
+        page = course.grading_dir / "feedback" / student / assignment_id / f"{assignment_id}.html"
+        if not page.is_file():
+            continue                              # not graded: no page to return
+        if outcome.get("preset") != lms:
+            skipped.append(f"{student} (not from a {lms} download)")
+            continue
+        pattern = _CANVAS if lms == "canvas" else _MOODLE
+        match = pattern.fullmatch(outcome.get("lms_name", ""))
+        if match is None or match["uid"].startswith("anon_"):
+            skipped.append(f"{student} (the download's name {outcome.get('lms_name')!r} does not say whom "
+                           f"{lms} should give it to)")
+            continue
+        if lms == "canvas":
+            name = f"{match['name'] or 'student'}_{match['uid']}_{match['sid']}_{assignment_id}-feedback.html"
+        else:
+            name = f"{match['name']}_{match['uid']}_assignsubmission_file_{assignment_id}-feedback.html"
+        written[name] = page
+    if not written:
+        raise FeedbackError(f"no feedback page for a {lms} submission of {assignment_id} in "
+                            f"{course.grading_dir / 'feedback'} (run `python -m grader feedback {assignment_id}` "
+                            "after grading the LMS's download)")
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, page in written.items():
+            archive.write(page, name)
+    notes = [f"left out: {', '.join(skipped)}"] if skipped else []
+    return output, len(written), notes

@@ -86,6 +86,8 @@ class Submission:
     login: str = ""                            # who the LMS says sent it (user id, username)
     name: str = ""                             # the LMS's readable name for them, when it gives one
     email: str = ""                            # their e-mail address, when the LMS's records give it
+    lms_name: str = ""                         # the graded file's name in the download (its first path part):
+                                               # what the LMS matches returned feedback by
     preset: str = ""                           # the naming it was read with (grader/lms.py)
     submitted_at: object = None                # aware UTC datetime, when the download says
     lms_late: bool | None = None               # the LMS's own late flag (Canvas)
@@ -141,7 +143,7 @@ class Submission:
     def summary(self):
         """What the class report keeps of it (course/outcomes/<id>.json): plain data only."""
         keep = ("student", "status", "reason", "score", "max_score", "failed", "notes", "seconds",
-                "late", "seconds_late", "penalty", "time_unknown")
+                "late", "seconds_late", "penalty", "time_unknown", "login", "preset", "lms_name")
         data = {name: getattr(self, name) for name in keep}
         data["status"] = str(self.status)
         data["submitted_at"] = self.submitted_at.isoformat() if self.submitted_at else None

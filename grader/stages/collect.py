@@ -101,6 +101,7 @@ def _latest(assignment_id, attempts):
         chosen = named[0]
         submission.path = chosen.path
         submission.others = [f.path.name for f in attempts if f is not chosen]
+    submission.lms_name = chosen.relative.parts[0]
     if chosen.preset in ("nbgrader", "folder") and len(chosen.relative.parts) > 1 and chosen.path.name != expected:
         submission.note(f"notebook was renamed to {chosen.path.name}; graded as {expected}")
     if submission.others:
