@@ -7,7 +7,7 @@ from pathlib import Path
 from .autograde import autograde, format_table
 from .feedback import export_csv, generate_feedback
 from .mutants import load_catalogue
-from .release import release
+from .release import generate_release
 from .report import build_report
 from .samples import write_demo_submissions
 from .sandbox import unavailable_reason
@@ -25,7 +25,9 @@ def run_demo(course, ids=None, demo_dir=None, progress=True):
     options = Options(sandboxed=demo_sandboxed(), progress=progress)
     problems = []
     for aid in ids:
-        release(demo, aid)        # assignments/ as committed; the assignment into the demo gradebook
+        # the release into the demo's own folder and gradebook: the committed assignments/ is never
+        # rewritten here (a release deletes its folder first, and a reader of it may be running)
+        generate_release(demo, aid, demo_dir / "release")
         folder = demo_dir / "submissions" / aid
         write_demo_submissions(course, aid, folder)
         graded = autograde(demo, aid, folder, options)

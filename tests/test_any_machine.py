@@ -49,7 +49,9 @@ def run_without_bwrap(tmp_path, code_or_args, timeout):
 @pytest.mark.kernel
 def test_demo_completes_without_bubblewrap(tmp_path):
     """One assignment of `make demo` on a machine without bwrap: every sample graded as expected,
-    after a single line saying the samples are graded without the sandbox."""
+    after a single line saying the samples are graded without the sandbox; the committed release is
+    left as it was (another test may be reading it)."""
+    committed = (REPO / "assignments" / AID / f"{AID}.ipynb").stat()
     code = ("import sys; from pathlib import Path; from grader.course import Course; from grader.demo import run_demo; "
             f"sys.exit(0 if run_demo(Course.find(), [{AID!r}], demo_dir=Path({str(tmp_path / 'demo')!r}), "
             "progress=False) else 1)")
@@ -61,6 +63,9 @@ def test_demo_completes_without_bubblewrap(tmp_path):
     assert "bwrap" in notices[0] and "never graded unsandboxed" in notices[0], notices[0]
     assert "UNEXPECTED" not in output and "Traceback" not in output, output[-3000:]
     assert (tmp_path / "demo" / "grades.csv").exists(), "the demo wrote no grades.csv"
+    after = (REPO / "assignments" / AID / f"{AID}.ipynb").stat()
+    assert (after.st_ino, after.st_mtime_ns) == (committed.st_ino, committed.st_mtime_ns), \
+        "the demo rewrote the committed assignments/ folder"
 
 
 def test_autograde_without_bubblewrap_refuses_with_the_fix(tmp_path):
