@@ -24,6 +24,8 @@ def autograde(course, assignment_id, source, options=None):
     options = options or Options()
     with pipeline.Batch(course, assignment_id, options) as batch:
         intake = pipeline.take_in(source, batch)
+        if options.student:
+            only_student(intake, options.student)
         submissions = intake.submissions
         batch.prepare(servers=len(submissions) > 1 and options.engine is Engine.THREADS)
         done = []
@@ -37,6 +39,19 @@ def autograde(course, assignment_id, source, options=None):
     everyone = done + intake.not_graded
     save_outcomes(course, assignment_id, everyone)
     return sorted(everyone, key=lambda s: (s.status in (Status.NOT_ON_ROSTER, Status.UNRECOGNISED), s.student))
+
+
+def only_student(intake, student):
+    """Keep `student`'s submission only (by the id it is graded under, or the LMS's login): a regrade
+    of one student leaves everyone else's grades and outcomes as they are."""
+    mine = [s for s in intake.submissions if student in (s.student, s.login)]
+    if not mine:
+        if any(s.student == student for s in intake.missing):
+            raise ValueError(f"{student} has no submission in {intake.source}")
+        found = sorted(s.student for s in intake.submissions)
+        raise ValueError(f"no submission of {student!r} in {intake.source}; it holds "
+                         f"{', '.join(found[:12]) or 'none'}{' ...' if len(found) > 12 else ''}")
+    intake.submissions, intake.missing, intake.strangers, intake.unrecognised = mine, [], [], []
 
 
 def _graded(batch, submissions):

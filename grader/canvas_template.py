@@ -53,7 +53,7 @@ def fill_template(template, names, totals, maps=None):
             out.append(line)                       # Points Possible, Manual Posting, students not graded here
             continue
         for index, value in changes.items():
-            row[index] = f"{value:g}"
+            row[index] = value if isinstance(value, str) else f"{value:g}"   # "EX": excused
         buffer = io.StringIO()
         csv.writer(buffer, delimiter=delimiter, lineterminator="").writerow(row)
         out.append(buffer.getvalue())

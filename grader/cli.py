@@ -66,7 +66,9 @@ def cmd_autograde(course, args):
                           total_timeout=args.total_timeout, lms=args.lms, pattern=args.pattern,
                           times=args.times, worksheet=args.worksheet, lms_timezone=args.lms_timezone,
                           due=parse_time(args.due) if args.due else None,
-                          late_penalty=penalty_config(args.late_penalty) if args.late_penalty else None)
+                          late_penalty=penalty_config(args.late_penalty) if args.late_penalty else None,
+                          student=args.student,
+                          submitted_at=parse_time(args.submitted_at) if args.submitted_at else None)
         if options.due:
             print(f"{aid}: due {options.due.astimezone():%Y-%m-%d %H:%M %Z} ({options.due:%Y-%m-%d %H:%M} UTC)")
         if options.late_penalty is not None:
@@ -139,6 +141,46 @@ def cmd_roster(course, args):
         raise SystemExit(f"roster {args.action}: {error}") from None
 
 
+def cmd_extension(course, args):
+    from .lms import parse_time
+    from .stages.late import reapply
+    from .term import TermError, record_extension, remove_extension
+    [aid] = _ids(course, [args.id])
+    try:
+        if args.remove:
+            remove_extension(course, aid, args.student)
+        else:
+            until = parse_time(args.until) if args.until else None
+            record_extension(course, aid, args.student, until=until, days=args.days)
+    except (TermError, ValueError) as error:
+        raise SystemExit(f"extension: {error}") from None
+    result = reapply(course, aid, args.student)
+    due = f"due {result['due'].astimezone():%Y-%m-%d %H:%M %Z}" if result["due"] else \
+        "no due date stored yet (autograde --due sets it; the extension applies then)"
+    what = "extension removed" if args.remove else "extension granted"
+    print(f"{aid}: {what} for {args.student}: {due}")
+    if not result["graded"]:
+        print(f"{aid}: {args.student} is not graded yet; autograde applies it")
+    elif result["seconds_late"] is None:
+        print(f"{aid}: {args.student}'s submission time is unknown: not late")
+    else:
+        state = f"late {result['seconds_late'] / 3600:.1f} h" if result["late"] else "on time"
+        print(f"{aid}: {args.student} is now {state}; late penalty {result['penalty_before']:g} -> "
+              f"{result['penalty']:g} points (the export applies the rule to the whole total)")
+
+
+def cmd_excuse(course, args):
+    from .term import TermError, excuse
+    [aid] = _ids(course, [args.id])
+    try:
+        for student in args.students:
+            excuse(course, aid, student, undo=args.undo)
+    except TermError as error:
+        raise SystemExit(f"excuse: {error}") from None
+    print(f"{aid}: " + ("no longer excused" if args.undo else "excused") + f": {', '.join(args.students)}"
+          + ("" if args.undo else " (never missing; EX in the Canvas export, left out of Moodle's)"))
+
+
 def cmd_report(course, args):
     from .report import build_report
     [aid] = _ids(course, [args.id])
@@ -198,8 +240,14 @@ def build_parser():
                    "participant's submission time, name and e-mail (needed under blind marking)")
     p.add_argument("--lms-timezone", default=None, metavar="ZONE", help="the time zone of times the LMS writes "
                    "without an offset, e.g. Europe/Berlin (default: this machine's)")
-    p.add_argument("--late-penalty", default=None, help="none | zero | N%%/day (default: nbgrader_config.py's "
-                   "late-submission plugin, which is none)")
+    p.add_argument("--late-penalty", default=None, help="none | zero | N%%/day (default: the rule given to the "
+                   "last run, else nbgrader_config.py's late-submission plugin, which is none); kept for regrades "
+                   "and the export, which applies it to the whole total")
+    p.add_argument("--student", default=None, metavar="ID", help="grade only this student's submission in SOURCE "
+                   "(a regrade: everyone else's grades stay; unchanged hand-graded cells keep their grade "
+                   "unflagged); with SOURCE one notebook, whose it is")
+    p.add_argument("--submitted-at", default=None, metavar="TIME", help="with SOURCE one notebook (a replacement "
+                   "file): when it came, e.g. '2026-10-02 09:30' (else its time is unknown)")
     _grading_folder(p)
     p.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S,
                    help=f"seconds per cell (default {CELL_TIMEOUT_S})")
@@ -239,6 +287,24 @@ def build_parser():
                    "students; who is not in it is dropped (and named)")
     _grading_folder(p)
     p.set_defaults(run=cmd_roster)
+    p = verbs.add_parser("extension", help="a student's own due date for one assignment, before or after "
+                                            "grading: a graded submission's lateness and penalty change at once")
+    p.add_argument("id")
+    p.add_argument("student")
+    when = p.add_mutually_exclusive_group(required=True)
+    when.add_argument("--until", default=None, metavar="DATE", help="the student's due date: '2026-10-03 23:59' "
+                      "(this machine's time zone) or with an offset")
+    when.add_argument("--days", type=float, default=None, help="days past the assignment's due date")
+    when.add_argument("--remove", action="store_true", help="take the extension back")
+    _grading_folder(p)
+    p.set_defaults(run=cmd_extension)
+    p = verbs.add_parser("excuse", help="students not expected to submit one assignment: never missing, EX in "
+                                         "the Canvas export, left out of Moodle's (grades kept)")
+    p.add_argument("id")
+    p.add_argument("students", nargs="+", metavar="STUDENT")
+    p.add_argument("--undo", action="store_true", help="take the excuse back")
+    _grading_folder(p)
+    p.set_defaults(run=cmd_excuse)
     p = verbs.add_parser("report", help="class report: score histogram, failure rate per test, not graded")
     p.add_argument("id")
     _grading_folder(p)

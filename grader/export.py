@@ -12,16 +12,19 @@
             grade for an empty cell and stops at a row it cannot match); map "Email address" to
             the user's email when importing
 
-Totals are after nbgrader's late-submission penalty. A total is provisional while the submission
-has written answers (or an ungradable notebook) waiting for a manual grade. A missing submission
-is an empty cell, never a 0 that looks earned."""
+Totals are after the late-submission penalty, computed here on the whole total (written-answer
+points graded after autograde included) with the assignment's rule and each student's extension
+(grader/term.py). A total is provisional while the submission has written answers (or an
+ungradable notebook) waiting for a manual grade. A missing submission is an empty cell, never a 0
+that looks earned; an excused one is "EX" (Canvas's mark for excused), left out of Moodle's file."""
 import csv
 import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import compat
+from . import compat, term
+from .stages.late import assignment_penalty, penalty_points
 from .submission import Status
 
 FORMATS = ("long", "wide", "canvas", "moodle")
@@ -43,6 +46,11 @@ class Entry:
     provisional: bool = False
     cells: dict = field(default_factory=dict)
 
+    @property
+    def shown_total(self):
+        """The total's cell: points, "EX" when excused, empty when there is none."""
+        return "EX" if self.status == Status.EXCUSED else _number(self.total)
+
 
 def gather(course, assignment_ids=None):
     """(people, assignment names, {(student, assignment): Entry}) from the gradebook; people are
@@ -58,12 +66,13 @@ def gather(course, assignment_ids=None):
         assignments = sorted((a for a in gb.assignments if not assignment_ids or a.name in assignment_ids),
                              key=lambda a: a.name)      # the course's order (nbgrader's is by due date)
         for assignment in assignments:
+            rule = assignment_penalty(course, assignment.name)
             for submission in assignment.submissions:
                 sid = submission.student.id
                 graded = any(g.auto_score is not None or g.manual_score is not None
                              for nb in submission.notebooks for g in nb.grades)
-                penalty = float(submission.late_submission_penalty or 0)
-                seconds = submission.total_seconds_late
+                seconds = submission.total_seconds_late      # past the student's own due date
+                penalty = penalty_points(rule, sid, submission.score, seconds)
                 entry = Entry(sid, assignment.name, Status.GRADED if graded else Status.NOT_GRADED,
                               total=max(0.0, submission.score - penalty), raw_total=submission.score,
                               max_score=assignment.max_score, penalty=penalty, seconds_late=seconds,
@@ -80,6 +89,10 @@ def gather(course, assignment_ids=None):
     for sid in ids:
         for name in names:
             entries.setdefault((sid, name), Entry(sid, name, Status.MISSING, max_score=max_scores[name]))
+    for name in names:
+        for sid in term.excused(course, name):
+            if (sid, name) in entries:
+                entries[(sid, name)] = Entry(sid, name, Status.EXCUSED, max_score=max_scores[name])
     return [people.get(i, RosterStudent(i)) for i in ids], names, entries
 
 
@@ -119,7 +132,7 @@ def rows_wide(people, names, entries):
     rows = []
     for person in people:
         mine = [entries[(person.id, name)] for name in names]
-        rows.append([person.id] + [_number(e.total) for e in mine]
+        rows.append([person.id] + [e.shown_total for e in mine]
                     + [" ".join(e.assignment for e in mine if e.late),
                        " ".join(e.assignment for e in mine if e.status == Status.MISSING),
                        " ".join(e.assignment for e in mine if e.provisional)])
@@ -133,7 +146,7 @@ def rows_canvas(people, names, entries):
     for person in people:
         name = ", ".join(p for p in (person.last_name, person.first_name) if p) or person.id
         rows.append([name, person.lms_user_id, "", person.id, ""]
-                    + [_number(entries[(person.id, n)].total) for n in names])
+                    + [entries[(person.id, n)].shown_total for n in names])
     return header, rows
 
 
@@ -154,7 +167,12 @@ def _moodle_left_out(people, names, entries):
     if no_email:
         notes.append(f"left out, no e-mail address (Moodle matches rows by it; import a roster with email): "
                      f"{', '.join(no_email)}")
-    no_grade = [p.id for p in people if p.email and any(entries[(p.id, n)].total is None for n in names)]
+    excused = [p.id for p in people if p.email and any(entries[(p.id, n)].status == Status.EXCUSED for n in names)]
+    if excused:
+        notes.append(f"left out, excused (Moodle's import has no mark for it; excuse them in Moodle): "
+                     f"{', '.join(excused)}")
+    no_grade = [p.id for p in people if p.email and p.id not in excused
+                and any(entries[(p.id, n)].total is None for n in names)]
     if no_grade:
         notes.append(f"left out, no grade to send (an empty cell would clear the grade in Moodle): "
                      f"{', '.join(no_grade)}")
@@ -199,7 +217,8 @@ def export(course, path, fmt="long", assignment_ids=None, template=None, maps=No
 
 def _export_into_template(path, people, names, entries, template, maps):
     from .canvas_template import fill_template
-    totals = {(p.lms_user_id, n): entries[(p.id, n)].total for p in people if p.lms_user_id for n in names}
+    totals = {(p.lms_user_id, n): "EX" if entries[(p.id, n)].status == Status.EXCUSED else entries[(p.id, n)].total
+              for p in people if p.lms_user_id for n in names}
     text, filled, notes = fill_template(template, names, totals, maps)
     lacking = [p.id for p in people if not p.lms_user_id]
     if lacking:

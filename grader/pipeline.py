@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import cells, compat
+from . import cells, compat, term
 from .release import generate_release
 from .sandbox import SandboxUnavailable, WarmKernels, check_available
 from .stages import collect, execute, identify, judge, late, merge, sanitize, score
@@ -115,8 +115,9 @@ class Batch:
             if options.due is not None:
                 late.set_due_date(gb, aid, options.due)
             self.due = late.due_date(gb, aid)        # this run's, or the one an earlier run stored
-        self.penalty_config = options.late_penalty if options.late_penalty is not None else late.penalty_config(
-            course_config=self.course.late_penalty_config())
+        if options.late_penalty is not None:
+            term.remember_penalty(self.course, aid, options.late_penalty)
+        self.penalty_config = late.assignment_penalty(self.course, aid)
         self.released = cells.read(self.course.release_notebook(aid))
         self.released_tests = {c.source.strip() for c in self.released.cells if cells.is_test_cell(c)}
         self.trace = solution_trace(self.course, aid)

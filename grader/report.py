@@ -22,6 +22,25 @@ def save_outcomes(course, assignment_id, submissions):
     path.write_text(json.dumps(known, indent=1, sort_keys=True))
 
 
+def update_outcome(course, assignment_id, student, **fields):
+    """Change fields of one student's saved outcome (an extension's new lateness); nothing when
+    there is none."""
+    path = course.grading_dir / "outcomes" / f"{assignment_id}.json"
+    known = json.loads(path.read_text()) if path.exists() else {}
+    if student in known:
+        known[student].update(fields)
+        path.write_text(json.dumps(known, indent=1, sort_keys=True))
+
+
+def forget_outcome(course, assignment_id, student, status):
+    """Remove one student's saved outcome if it has `status` (an excused student's 'missing')."""
+    path = course.grading_dir / "outcomes" / f"{assignment_id}.json"
+    known = json.loads(path.read_text()) if path.exists() else {}
+    if known.get(student, {}).get("status") == str(status):
+        del known[student]
+        path.write_text(json.dumps(known, indent=1, sort_keys=True))
+
+
 def load_outcomes(course, assignment_id):
     """The saved outcomes of an assignment, by student (FileNotFoundError before any autograde)."""
     path = course.grading_dir / "outcomes" / f"{assignment_id}.json"

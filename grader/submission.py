@@ -22,6 +22,7 @@ class Status(enum.StrEnum):
     MISSING = "missing"                        # a roster student with nothing in the download
     NOT_ON_ROSTER = "not on the roster"        # someone the roster does not know: not graded
     UNRECOGNISED = "unrecognised file"         # a file whose name the LMS preset could not read
+    EXCUSED = "excused"                        # not expected to submit (`excuse`): in exports only
 
 
 class Kernels(enum.StrEnum):
@@ -51,6 +52,8 @@ class Options:
     lms_timezone: str | None = None      # the LMS's zone, for its times without an offset
     due: object = None                   # an aware datetime: the assignment's due date
     late_penalty: object = None          # a traitlets Config (stages/late.py); None: the course's
+    student: str | None = None           # grade only this student's submission (a regrade of one)
+    submitted_at: object = None          # when SOURCE is one notebook: when it came (aware), else unknown
     progress: bool = True                # a progress bar while grading
 
     def __post_init__(self):

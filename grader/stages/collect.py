@@ -21,6 +21,8 @@ def collect(intake, batch):
     """Fill `intake` with one Submission per student found at `intake.source` (and the files no
     naming reads); a zip is unpacked into the batch's scratch folder."""
     options = batch.options
+    if intake.source.suffix == ".ipynb" and intake.source.is_file():
+        return _one_notebook(intake, options)
     preset, intake.submissions, unrecognised = read_download(intake.source, batch.assignment_id, batch.scratch,
                                                              lms=options.lms, pattern=options.pattern,
                                                              zone=options.lms_timezone)
@@ -32,6 +34,19 @@ def collect(intake, batch):
     intake.unrecognised = [Submission(path, status=Status.UNRECOGNISED,
                                       reason=f"not read as a {preset} file name (use --lms or --pattern)")
                            for path in unrecognised]
+    return intake
+
+
+def _one_notebook(intake, options):
+    """SOURCE is one student's notebook (a replacement file): --student says whose, --submitted-at
+    when it came (else its time is unknown)."""
+    if not options.student:
+        raise ValueError(f"{intake.source} is a single notebook: say whose it is with --student ID "
+                         "(and when it came with --submitted-at)")
+    intake.preset = "file"
+    intake.submissions = [Submission(SAFE_ID.sub("_", options.student), intake.source, login=options.student,
+                                     submitted_at=options.submitted_at, preset="file",
+                                     lms_name=intake.source.name)]
     return intake
 
 

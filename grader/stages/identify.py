@@ -5,12 +5,12 @@ assignments (Canvas: sortable name and user id, never the per-assignment submiss
 roster, the LMS's identity must match one roster student: by LMS user id, id, e-mail or its local
 part, and for Canvas and Moodle by name when no id matches. A submission from someone not on the
 roster is reported and not graded; roster students who sent nothing, now or in an earlier
-download of the same assignment, are listed as missing."""
+download of the same assignment, are listed as missing (unless excused: grader/term.py)."""
 import re
 import warnings
 from pathlib import Path
 
-from .. import compat
+from .. import compat, term
 from ..lms import SAFE_ID
 from ..roster import load_roster
 from ..submission import Status, Submission
@@ -22,8 +22,9 @@ def identify(intake, batch):
     roster = load_roster(batch.course)
     intake.submissions, intake.strangers, missing = match_roster(intake.submissions, roster)
     graded_before = _students_with_submissions(batch.course_db, batch.assignment_id) if missing else set()
+    excused = term.excused(batch.course, batch.assignment_id) if missing else set()
     intake.missing = [Submission(s.id, status=Status.MISSING, reason=f"{s.display}: no submission")
-                      for s in missing if s.id not in graded_before]
+                      for s in missing if s.id not in graded_before and s.id not in excused]
     return intake
 
 

@@ -6,8 +6,12 @@ The penalty plugin is nbgrader's configuration: in nbgrader_config.py
     c.AssignLatePenalties.plugin_class = "grader.stages.late.PerDayPenalty"   # or nbgrader's default
     c.LateSubmissionPlugin.penalty_method = "zero"                           # nbgrader's: none | zero
     c.PerDayPenalty.percent_per_day = 10
-or for one run `autograde --late-penalty none|zero|10%/day`. The default is none: late work is
-flagged, never penalised unless the instructor says so."""
+or for one run `autograde --late-penalty none|zero|10%/day` (kept in term.json, grader/term.py, so
+that a later regrade and the export use it too). The default is none: late work is flagged, never
+penalised unless the instructor says so. A student's extension (grader/term.py) moves their due
+date here, as nbgrader's Submission.extension. The penalty recorded here is on the score known at
+grading time; the export recomputes it on the whole total, written-answer points graded later
+included."""
 import datetime
 import logging
 import math
@@ -18,27 +22,30 @@ from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Float
 from traitlets.config import Config
 
-from .. import compat
+from .. import compat, term
 from ..submission import Status
 
-_QUIET = logging.getLogger("grader.late")
-_QUIET.setLevel(logging.ERROR)
+QUIET_LOG = logging.getLogger("grader.late")
+QUIET_LOG.setLevel(logging.ERROR)
 PENALTY_SECTIONS = ("AssignLatePenalties", "LateSubmissionPlugin", "PerDayPenalty")
 
 
 def late(submission, batch):
     """Record when the submission came and let nbgrader set its penalty; `submission.late`: late by
-    the due date or by the LMS's own flag, None when nobody can tell. With a due date but no time a
-    submission is "time unknown": never late by a guess."""
+    the student's due date (the assignment's, moved by an extension) when the time is known, else by
+    the LMS's own flag (shown, never penalised), None when nobody can tell. With a due date but no
+    time a submission is "time unknown": never late by a guess."""
     submission.late = submission.lms_late
     submission.time_unknown = batch.due is not None and submission.submitted_at is None
     if submission.status not in (Status.GRADED, Status.NOT_GRADED):
         return submission
+    granted = term.extension(batch.course, batch.assignment_id, submission.student, batch.due)
     seconds_late, submission.penalty = apply_late_penalty(batch.assignment_id, submission.student, batch.course_db,
-                                                          submission.submitted_at, batch.penalty_config)
+                                                          submission.submitted_at, batch.penalty_config,
+                                                          extension=granted)
     if seconds_late is not None:
         submission.seconds_late = seconds_late
-        submission.late = seconds_late > 0 or bool(submission.lms_late)
+        submission.late = seconds_late > 0     # the LMS's flag knows nothing of an extension given here
     return submission
 
 
@@ -74,6 +81,50 @@ def penalty_config(option=None, course_config=None):
     return config
 
 
+def assignment_penalty(course, assignment_id):
+    """The rule for an assignment: the one autograde was last given (term.json), else the course's
+    nbgrader_config.py, else none."""
+    stored = term.stored_penalty(course, assignment_id)
+    return stored if stored is not None else penalty_config(course_config=course.late_penalty_config())
+
+
+def penalty_points(config, student, score, seconds_late):
+    """The points `config`'s late-submission plugin takes from `score` (the whole total)."""
+    if not seconds_late or seconds_late <= 0:
+        return 0.0
+    from nbgrader.preprocessors import AssignLatePenalties
+    assigner = AssignLatePenalties(config=config, log=QUIET_LOG)
+    plugin = assigner.plugin_class(parent=assigner)
+    return min(float(plugin.late_submission_penalty(student, score, seconds_late) or 0.0), score)
+
+
+def reapply(course, assignment_id, student):
+    """A changed extension applied at once: the gradebook's extension, lateness and penalty of one
+    graded submission, and its saved outcome. Returns {due: the student's due date or None, graded,
+    and for a graded one seconds_late, late, penalty_before, penalty}."""
+    from nbgrader.api import MissingEntry
+
+    from ..report import update_outcome
+    with compat.gradebook(course.db_url) as gb:
+        due = due_date(gb, assignment_id)
+        granted = term.extension(course, assignment_id, student, due)
+        try:
+            submission = gb.find_submission(assignment_id, student)
+        except MissingEntry:
+            submission = None
+        result = {"due": due + (granted or datetime.timedelta(0)) if due else None, "graded": submission is not None}
+        if submission is None:
+            return result
+        submitted_at = submission.timestamp.replace(tzinfo=datetime.timezone.utc) if submission.timestamp else None
+        before = float(submission.late_submission_penalty or 0)
+    seconds_late, penalty = apply_late_penalty(assignment_id, student, course.db_url, submitted_at,
+                                               assignment_penalty(course, assignment_id), extension=granted)
+    late_now = None if seconds_late is None else seconds_late > 0
+    result.update(seconds_late=seconds_late, late=late_now, penalty_before=before, penalty=penalty)
+    update_outcome(course, assignment_id, student, late=late_now, seconds_late=seconds_late, penalty=penalty)
+    return result
+
+
 def describe_penalty(config):
     plugin = config.get("AssignLatePenalties", {}).get("plugin_class")
     if plugin in (PerDayPenalty, "grader.stages.late.PerDayPenalty"):
@@ -103,14 +154,16 @@ def due_date(gradebook, assignment_id):
     return due.replace(tzinfo=datetime.timezone.utc) if due else None
 
 
-def apply_late_penalty(assignment_id, student, db_url, submitted_at, config):
-    """Record the submission time and let nbgrader's AssignLatePenalties set the penalty;
-    returns (seconds late or None when unknown, penalty)."""
+def apply_late_penalty(assignment_id, student, db_url, submitted_at, config, extension=None):
+    """Record the submission time and the student's extension (a timedelta past the due date, or
+    None) and let nbgrader's AssignLatePenalties set the penalty; returns (seconds late or None when
+    unknown, penalty)."""
     from nbgrader.preprocessors import AssignLatePenalties
 
     with compat.gradebook(db_url) as gb:
         submission = gb.find_submission(assignment_id, student)
         submission.timestamp = naive_utc(submitted_at)
+        submission.extension = extension
         gb.db.commit()
         known = submission.timestamp is not None and submission.duedate is not None
         if not known or submission.total_seconds_late <= 0:
@@ -122,7 +175,7 @@ def apply_late_penalty(assignment_id, student, db_url, submitted_at, config):
     resources = {"nbgrader": {"db_url": db_url, "assignment": assignment_id, "notebook": assignment_id,
                               "student": student}}
     # it reads and writes the gradebook only; the notebook it is handed passes through untouched
-    AssignLatePenalties(config=config, log=_QUIET).preprocess(nbformat.v4.new_notebook(), resources)
+    AssignLatePenalties(config=config, log=QUIET_LOG).preprocess(nbformat.v4.new_notebook(), resources)
     with compat.gradebook(db_url) as gb:
         submission = gb.find_submission(assignment_id, student)
         return (submission.total_seconds_late if known else None), float(submission.late_submission_penalty or 0)

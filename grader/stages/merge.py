@@ -1,14 +1,16 @@
 """merge: one submission's result into the course gradebook and autograded/.
 
 The only stage that writes the course's grades; with parallel grading it runs in one process, one
-submission at a time, so the gradebook has a single writer. Manual grades already given are kept.
+submission at a time, so the gradebook has a single writer. Manual grades already given are kept,
+and a regrade flags one for review again only where what it graded changed: a written answer's own
+cell, or (for an overridden test) any code the student wrote.
 A submission that could not be graded still gets its row, with no auto scores and flagged for
 manual grading -- never a silent zero."""
 import shutil
 import warnings
 from pathlib import Path
 
-from .. import compat
+from .. import cells, compat
 from ..lms import NBGRADER_KEYS
 from ..submission import TEMPLATE_STUDENT, Status
 
@@ -22,8 +24,10 @@ def merge(submission, batch):
     """A graded submission's scores and notebook into the course; a not-graded one's row."""
     aid, course = batch.assignment_id, batch.course
     if submission.status == Status.GRADED:
-        merge_gradebook(aid, submission.student, submission.db_url, batch.course_db)
         destination = course.grading_dir / "autograded" / submission.student / aid
+        previous = destination / f"{aid}.ipynb"
+        unchanged = unchanged_grades(previous, submission.autograded) if previous.exists() else set()
+        merge_gradebook(aid, submission.student, submission.db_url, batch.course_db, unchanged=unchanged)
         destination.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(submission.autograded, destination / f"{aid}.ipynb")
         if submission.preset == "nbgrader" and submission.path is not None:
@@ -33,9 +37,11 @@ def merge(submission, batch):
     return submission
 
 
-def merge_gradebook(assignment_id, student, temp_db_url, course_db_url, temp_student=TEMPLATE_STUDENT):
+def merge_gradebook(assignment_id, student, temp_db_url, course_db_url, temp_student=TEMPLATE_STUDENT,
+                    unchanged=frozenset()):
     """The scores of `temp_student` in the temporary gradebook become `student`'s in the course
-    gradebook; a manual grade already given stays."""
+    gradebook; a manual grade already given stays, flagged for review again unless its grade id is
+    in `unchanged` (what it graded is as it was)."""
     with compat.gradebook(temp_db_url) as temp, compat.gradebook(course_db_url) as course:
         course.update_or_create_student(student)
         course.update_or_create_submission(assignment_id, student)
@@ -47,10 +53,33 @@ def merge_gradebook(assignment_id, student, temp_db_url, course_db_url, temp_stu
         for grade in source.grades:
             into = grades[grade.name]
             into.auto_score = grade.auto_score
-            into.needs_manual_grade = grade.needs_manual_grade or into.manual_score is not None
+            if into.manual_score is None:
+                into.needs_manual_grade = grade.needs_manual_grade
+            else:
+                into.needs_manual_grade = grade.name not in unchanged
         for comment in source.comments:
             comments[comment.name].auto_comment = comment.auto_comment
         course.db.commit()
+
+
+def unchanged_grades(previous_path, new_path):
+    """Grade ids whose graded content is the same in both autograded notebooks: a written answer or
+    other hand-graded cell by its own source, a test cell when no code answer cell changed."""
+    try:
+        old, new = cells.read(previous_path), cells.read(new_path)
+    except ValueError:
+        return set()
+
+    def code(nb):
+        return [c.source for c in nb.cells if cells.is_answer_cell(c)]
+
+    def by_grade(nb):
+        return {cells.grade_id(c): c.source for c in nb.cells if cells.grade_id(c)}
+    same_code = code(old) == code(new)
+    tests = {cells.grade_id(c) for c in cells.test_cells(new)}
+    before = by_grade(old)
+    return {grade_id for grade_id, source in by_grade(new).items()
+            if (same_code if grade_id in tests else before.get(grade_id) == source)}
 
 
 def record_not_graded(assignment_id, student, course_db_url):
