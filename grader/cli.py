@@ -5,6 +5,7 @@ nbgrader_config.py and solutions/ at or above the current directory, else this c
 passed to every step; `--course-dir` names another grading folder than <course>/course."""
 import argparse
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -205,6 +206,45 @@ def _grading_folder(parser):
                         help="the grading folder: gradebook, submitted/, autograded/, feedback/ (default: course/)")
 
 
+# what each verb reads and writes, shown by `python -m grader VERB --help` (FOLDER: the grading
+# folder, course/ unless --course-dir says another)
+READS_WRITES = {
+    "sync": ("grader/provided/ and solutions/ (and lectures/)", "the provided cells of solutions/<id>/ "
+             "(and the lectures' device helper and progress bar)"),
+    "release": ("solutions/<id>/", "assignments/<id>/ (deleted and written afresh) and the assignment's record "
+                "in the gradebook"),
+    "check": ("solutions/, assignments/, mutants/, alternatives/", "nothing (a report on stdout; exit 1 on a "
+              "failure)"),
+    "autograde": ("SOURCE (an LMS download, a folder, or one notebook), --times/--worksheet files, the roster, "
+                  "FOLDER/term.json", "FOLDER/gradebook.db (or GRADER_DB_URL), FOLDER/autograded/, "
+                  "FOLDER/outcomes/<id>.json, FOLDER/term.json (a --late-penalty)"),
+    "feedback": ("FOLDER/autograded/ and the gradebook", "FOLDER/feedback/<student>/<id>/<id>.html, and with --zip "
+                 "one zip (--output)"),
+    "export": ("the gradebook, the roster, FOLDER/term.json, FOLDER/outcomes/; --template: your Canvas gradebook "
+               "export", "one CSV (--output, default FOLDER/grades-FORMAT.csv); notes on stderr"),
+    "roster": ("import: your CSV, Canvas's gradebook export or Moodle's participants download",
+               "the gradebook's students and FOLDER/roster.json"),
+    "extension": ("FOLDER/term.json and the gradebook", "FOLDER/term.json, the student's submission in the "
+                  "gradebook (extension, penalty) and FOLDER/outcomes/<id>.json"),
+    "excuse": ("the roster (or the gradebook's students)", "FOLDER/term.json (and removes a 'missing' outcome)"),
+    "report": ("FOLDER/outcomes/<id>.json and assignments/<id>/", "FOLDER/reports/<id>.html"),
+    "publish": ("lectures/, assignments/<id>/, docs/student-readme.md, docs/syllabus.md, docs/img/, "
+                "requirements-student.txt", "DEST: a fresh tree and a commit (its .git and history kept)"),
+    "demo": ("solutions/, assignments/, mutants/", "out/demo/ only (never course/ or assignments/)"),
+}
+
+
+def _describe(verbs):
+    """Each verb's --help: what it does, then what it reads and what it writes."""
+    for name, sub in verbs.choices.items():
+        reads, writes = READS_WRITES[name]
+        summary = next(action.help for action in verbs._choices_actions if action.dest == name)
+        sub.description = "\n".join([textwrap.fill(summary, 79), "",
+                                      textwrap.fill(reads, 79, initial_indent="reads:  ", subsequent_indent=" " * 8),
+                                      textwrap.fill(writes, 79, initial_indent="writes: ", subsequent_indent=" " * 8)])
+        sub.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
 def build_parser():
     """The command line: one sub-command (verb) per step of the workflow."""
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__.split("\n\n")[0])
@@ -317,6 +357,7 @@ def build_parser():
     p = verbs.add_parser("demo", help="release, grade sample submissions, feedback, CSV, in out/demo/")
     p.add_argument("ids", nargs="*")
     p.set_defaults(run=cmd_demo)
+    _describe(verbs)
     return parser
 
 

@@ -81,6 +81,20 @@ def test_every_grader_verb_is_documented(verb):
         "table of docs/instructors.md (## The commands) or the README's instructors table")
 
 
+@pytest.mark.parametrize("verb", VERBS)
+def test_every_verbs_help_says_what_it_reads_and_writes(verb):
+    import contextlib
+    import io
+
+    from grader.cli import build_parser
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown), pytest.raises(SystemExit):
+        build_parser().parse_args([verb, "--help"])
+    text = shown.getvalue()
+    assert re.search(r"^reads:  \S", text, re.M) and re.search(r"^writes: \S", text, re.M), \
+        f"`python -m grader {verb} --help` should say what it reads and writes (READS_WRITES in grader/cli.py):\n{text}"
+
+
 def test_readme_is_a_front_door():
     lines = README.read_text().splitlines()
     assert len(lines) <= README_MAX_LINES, (
