@@ -65,6 +65,7 @@ def cmd_autograde(course, args):
                           scheduler=args.scheduler, workers=args.workers, cell_timeout=args.cell_timeout,
                           total_timeout=args.total_timeout, lms=args.lms, pattern=args.pattern,
                           times=args.times, worksheet=args.worksheet, lms_timezone=args.lms_timezone,
+                          groups=args.groups,
                           due=parse_time(args.due) if args.due else None,
                           late_penalty=penalty_config(args.late_penalty) if args.late_penalty else None)
         if options.due:
@@ -196,6 +197,9 @@ def build_parser():
                    "times are never used; without a time a submission is 'time unknown', never late)")
     p.add_argument("--worksheet", default=None, metavar="FILE", help="Moodle's grading worksheet (CSV): each "
                    "participant's submission time, name and e-mail (needed under blind marking)")
+    p.add_argument("--groups", default=None, metavar="FILE", help="who is in each group, for a group assignment "
+                   "(one file per group, graded for every member): a CSV `group,student`, Canvas's group set "
+                   "export or Moodle's participants download with its Groups column")
     p.add_argument("--lms-timezone", default=None, metavar="ZONE", help="the time zone of times the LMS writes "
                    "without an offset, e.g. Europe/Berlin (default: this machine's)")
     p.add_argument("--late-penalty", default=None, help="none | zero | N%%/day (default: nbgrader_config.py's "

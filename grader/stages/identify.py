@@ -5,12 +5,14 @@ assignments (Canvas: sortable name and user id, never the per-assignment submiss
 roster, the LMS's identity must match one roster student: by LMS user id, id, e-mail or its local
 part, and for Canvas and Moodle by name when no id matches. A submission from someone not on the
 roster is reported and not graded; roster students who sent nothing, now or in an earlier
-download of the same assignment, are listed as missing."""
+download of the same assignment, are listed as missing. With --groups, a file named after a group
+is graded for each of its members (grader/groups.py)."""
 import re
 import warnings
 from pathlib import Path
 
 from .. import compat
+from ..groups import join_members, read_groups, split_groups
 from ..lms import SAFE_ID
 from ..roster import load_roster
 from ..submission import Status, Submission
@@ -20,7 +22,16 @@ def identify(intake, batch):
     """Give every submission of `intake` its student id; the people the roster does not know become
     `intake.strangers`, the roster students with nothing graded `intake.missing`."""
     roster = load_roster(batch.course)
+    members = not_graded = []
+    if batch.options.groups:
+        groups = read_groups(batch.options.groups)
+        intake.submissions, members, not_graded = split_groups(intake.submissions, groups, roster)
     intake.submissions, intake.strangers, missing = match_roster(intake.submissions, roster)
+    if batch.options.groups:
+        intake.submissions = join_members(intake.submissions, members, describe)
+        intake.strangers += not_graded
+        graded = {s.student for s in intake.submissions}
+        missing = [s for s in missing if s.id not in graded]
     graded_before = _students_with_submissions(batch.course_db, batch.assignment_id) if missing else set()
     intake.missing = [Submission(s.id, status=Status.MISSING, reason=f"{s.display}: no submission")
                       for s in missing if s.id not in graded_before]
@@ -69,7 +80,8 @@ def _candidates(submission, roster):
 
 def describe(submission):
     """How the download names someone, for messages: 'doejane (Canvas user 123)'."""
-    what = {"canvas": "Canvas user", "moodle": "Moodle participant", "blackboard": "Blackboard user"}
+    what = {"canvas": "Canvas user", "moodle": "Moodle participant", "blackboard": "Blackboard user",
+            "classroom": "GitHub user"}
     who = what.get(submission.preset, "login")
     name = f"{submission.name} " if submission.name and submission.name != submission.login else ""
     return f"{name}({who} {submission.login})"
