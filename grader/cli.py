@@ -186,8 +186,11 @@ def build_parser():
                                             "or exchange folder, or a folder of notebooks")
     p.add_argument("id")
     p.add_argument("submissions", metavar="SOURCE")
-    p.add_argument("--lms", default="auto", choices=["auto", "canvas", "moodle", "blackboard", "nbgrader", "folder"],
-                   help="how the download names files (default: auto, the preset that reads the most names)")
+    p.add_argument("--lms", default="auto", choices=["auto", "canvas", "moodle", "blackboard", "nbgrader", "folder",
+                                                    "classroom"],
+                   help="how the download names files (default: auto, the preset that reads the most names); "
+                        "classroom: the folder `gh classroom clone student-repos` writes, one git repository per "
+                        "student, graded as of the last commit at or before --due")
     p.add_argument("--pattern", default=None, help="regular expression over each file's path in the download, "
                    "with named groups `student` and optionally `timestamp` (overrides --lms)")
     p.add_argument("--due", default=None, help="the due date, stored in the gradebook: '2026-10-01 23:59' "

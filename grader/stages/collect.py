@@ -8,12 +8,15 @@ submission comes from its name (Blackboard, nbgrader) or from what the LMS recor
 download (--times, --worksheet: grader/lms_records.py), never from the download's file times; a
 submission with none is "time unknown", never late by a guess. A notebook in a subfolder of the
 student's upload, or in a .zip they uploaded, is found and graded with a note saying where it was.
-Mapping the LMS's identity to the class list is the next stage (identify)."""
+GitHub Classroom's student repositories are read by grader/classroom.py (the notebook as of a
+commit). Mapping the LMS's identity to the class list, and a group's file to its members, is the
+next stage (identify)."""
 import dataclasses
 import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from .. import classroom
 from ..lms import SAFE_ID, read_names, relative_files
 from ..lms_records import read_times, read_worksheet
 from ..submission import Status, Submission
@@ -23,6 +26,13 @@ def collect(intake, batch):
     """Fill `intake` with one Submission per student found at `intake.source` (and the files no
     naming reads); a zip is unpacked into the batch's scratch folder."""
     options = batch.options
+    if options.lms == "classroom" or (options.lms == "auto" and not options.pattern
+                                      and classroom.looks_like_classroom(intake.source)):
+        intake.preset = "classroom"
+        intake.submissions, unrecognised = classroom.read_repositories(
+            intake.source, batch.assignment_id, batch.scratch, due=classroom.due_date(batch))
+        intake.unrecognised = [Submission(path, status=Status.UNRECOGNISED, reason=why) for path, why in unrecognised]
+        return intake
     preset, intake.submissions, unrecognised = read_download(intake.source, batch.assignment_id, batch.scratch,
                                                              lms=options.lms, pattern=options.pattern,
                                                              zone=options.lms_timezone)
