@@ -212,8 +212,9 @@ def split_groups(submissions, groups, roster=None):
         names = sorted({s.name or s.login for s in submissions})
         raise GroupsError(f"no file of the download is named after a group of {groups.path} (its groups: "
                           f"{_some(g.name for g in groups.groups.values())}; the download names "
-                          f"{_some(names)}): is it the group set of this assignment, and is the assignment a "
-                          "group assignment?")
+                          f"{_some(names)}): is it the group set of this assignment? A download whose files are "
+                          "named after each student (Canvas's when group members are graded individually) needs "
+                          "no --groups")
     return alone, by_group, not_graded
 
 

@@ -118,6 +118,22 @@ def test_a_repository_without_the_notebook_says_what_it_holds(tmp_path):
     assert "in commit" in erin.reason
 
 
+def test_a_repository_without_commits_says_so(tmp_path):
+    student_repo(tmp_path, "fay", [])                     # accepted, cloned, nothing committed
+    [fay] = read_repositories(tmp_path / f"{SLUG}-submissions", A1, tmp_path / "scratch", due=DUE)[0]
+    assert fay.path is None and fay.reason.startswith("the repository has no commit to grade")
+
+
+def test_without_git_the_files_are_read_and_the_time_is_unknown(classroom, tmp_path, monkeypatch):
+    import grader.classroom
+    monkeypatch.setattr(grader.classroom.shutil, "which", lambda name: None)
+    found = {s.login: s for s in read_repositories(classroom, A1, tmp_path / "scratch", due=DUE)[0]}
+    alice = found["alice"]
+    assert _marker(alice) == "alice late 2", "the working tree: the files as they are"
+    assert alice.submitted_at is None
+    assert "git is not installed here: graded as the files are, time unknown" in alice.notes
+
+
 def test_the_intake_maps_github_usernames_to_the_roster(classroom, course, tmp_path):
     """Through collect and identify, as autograde runs them: auto recognises the folder; the
     roster knows a GitHub username as an lms_user_id; the time is the commit's."""

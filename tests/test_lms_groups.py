@@ -145,6 +145,14 @@ def test_moodle_team_folders_are_graded_for_every_member(intake, tmp_path):
     assert {s.student for s in result.missing} == {"jsmith", "swilson"}
 
 
+def test_without_the_groups_file_a_moodle_team_folder_says_what_to_pass(intake, tmp_path):
+    result = intake(_moodle_team_download(tmp_path / "moodle"), lms="moodle")
+    assert result.submissions == []
+    reasons = {s.login: s.reason for s in result.strangers}
+    assert reasons["12"].endswith("if it is a team's folder, name the team's members with --groups FILE")
+    assert "students in no group" in reasons["Default group"] and "--groups FILE" in reasons["Default group"]
+
+
 # ---- the plain CSV, one member who also submitted alone ----
 
 def test_a_member_who_also_submitted_alone_is_graded_with_the_group(intake, tmp_path):

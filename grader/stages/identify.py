@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import compat
 from ..groups import join_members, read_groups, split_groups
-from ..lms import SAFE_ID
+from ..lms import DEFAULT_TEAM, SAFE_ID
 from ..roster import load_roster
 from ..submission import Status, Submission
 
@@ -106,6 +106,11 @@ def match_roster(submissions, roster=None):
             why = ("not graded (add them to the roster with `python -m grader roster import`, then grade again)"
                    if not hits else f"matches several roster students ({', '.join(s.id for s in hits)}): "
                    "not graded (give each an lms_user_id in the roster)")
+            if not hits and submission.preset == "moodle" and submission.login == DEFAULT_TEAM:
+                why = ("Moodle's team of the students in no group sent it: not graded (name them with --groups "
+                       f"FILE, as group {DEFAULT_TEAM!r})")
+            elif not hits and submission.preset == "moodle":
+                why += "; if it is a team's folder, name the team's members with --groups FILE"
             strangers.append(Submission(describe(submission), submission.path, login=submission.login,
                                         name=submission.name, preset=submission.preset,
                                         status=Status.NOT_ON_ROSTER, reason=why))
