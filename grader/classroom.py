@@ -115,16 +115,16 @@ def _from_commits(submission, folder, assignment_id, workspace, due, git):
     if not commits:
         submission.reason = "the repository has no commit to grade"
         return
-    chosen = commits[0]
+    chosen, later = commits[0], ""
     if due is not None:
         before = [c for c in commits if c[1] <= due]
         after = [c for c in commits if c[1] > due]
         if before:
             chosen = before[0]
             if after:
-                submission.note(f"{len(after)} commit{'s' if len(after) > 1 else ''} after the deadline not graded")
+                later = f"{len(after)} commit{'s' if len(after) > 1 else ''} after the deadline not graded"
         else:
-            submission.note("every commit is after the deadline: graded the latest")
+            later = "every commit is after the deadline: graded the latest"
     commit, when = chosen
     submission.submitted_at = when
     try:
@@ -136,7 +136,7 @@ def _from_commits(submission, folder, assignment_id, workspace, due, git):
                  and not any(p.startswith(".") for p in PurePosixPath(n).parts)]
     chosen_path, why = choose_notebook(notebooks, assignment_id)
     if chosen_path is None:
-        submission.reason = f"{why} in commit {commit[:7]}"
+        submission.reason = f"{why} in commit {commit[:7]}" + (f" ({later})" if later else "")
         return
     target = Path(workspace) / "classroom" / submission.student / commit[:12]
     target.mkdir(parents=True, exist_ok=True)
@@ -148,6 +148,7 @@ def _from_commits(submission, folder, assignment_id, workspace, due, git):
     submission.path = target / chosen_path.name
     submission.path.write_bytes(content)
     submission.note(f"commit {commit[:7]}" + (f", notebook {chosen_path}" if len(chosen_path.parts) > 1 else ""))
+    submission.note(later)
     _renamed(submission, chosen_path, assignment_id)
 
 

@@ -118,6 +118,14 @@ def test_a_repository_without_the_notebook_says_what_it_holds(tmp_path):
     assert "in commit" in erin.reason
 
 
+def test_a_notebook_added_only_after_the_deadline_is_not_graded(tmp_path):
+    student_repo(tmp_path, "gus", [(DUE - HOUR, {"README.md": "started"}),
+                                   (DUE + HOUR, {f"{A1}.ipynb": _notebook("gus late")})])
+    [gus] = read_repositories(tmp_path / f"{SLUG}-submissions", A1, tmp_path / "scratch", due=DUE)[0]
+    assert gus.path is None and gus.submitted_at == DUE - HOUR
+    assert gus.reason.endswith("(1 commit after the deadline not graded)") and gus.reason.startswith("no notebook")
+
+
 def test_a_repository_without_commits_says_so(tmp_path):
     student_repo(tmp_path, "fay", [])                     # accepted, cloned, nothing committed
     [fay] = read_repositories(tmp_path / f"{SLUG}-submissions", A1, tmp_path / "scratch", due=DUE)[0]
