@@ -66,6 +66,7 @@ def cmd_autograde(course, args):
                           scheduler=args.scheduler, workers=args.workers, cell_timeout=args.cell_timeout,
                           total_timeout=args.total_timeout, lms=args.lms, pattern=args.pattern,
                           times=args.times, worksheet=args.worksheet, lms_timezone=args.lms_timezone,
+                          groups=args.groups,
                           due=parse_time(args.due) if args.due else None,
                           late_penalty=penalty_config(args.late_penalty) if args.late_penalty else None,
                           student=args.student,
@@ -267,8 +268,11 @@ def build_parser():
                                             "or exchange folder, or a folder of notebooks")
     p.add_argument("id")
     p.add_argument("submissions", metavar="SOURCE")
-    p.add_argument("--lms", default="auto", choices=["auto", "canvas", "moodle", "blackboard", "nbgrader", "folder"],
-                   help="how the download names files (default: auto, the preset that reads the most names)")
+    p.add_argument("--lms", default="auto", choices=["auto", "canvas", "moodle", "blackboard", "nbgrader", "folder",
+                                                    "classroom"],
+                   help="how the download names files (default: auto, the preset that reads the most names); "
+                        "classroom: the folder `gh classroom clone student-repos` writes, one git repository per "
+                        "student, graded as of the last commit at or before --due")
     p.add_argument("--pattern", default=None, help="regular expression over each file's path in the download, "
                    "with named groups `student` and optionally `timestamp` (overrides --lms)")
     p.add_argument("--due", default=None, help="the due date, stored in the gradebook: '2026-10-01 23:59' "
@@ -278,6 +282,9 @@ def build_parser():
                    "times are never used; without a time a submission is 'time unknown', never late)")
     p.add_argument("--worksheet", default=None, metavar="FILE", help="Moodle's grading worksheet (CSV): each "
                    "participant's submission time, name and e-mail (needed under blind marking)")
+    p.add_argument("--groups", default=None, metavar="FILE", help="who is in each group, for a group assignment "
+                   "(one file per group, graded for every member): a CSV `group,student`, Canvas's group set "
+                   "export or Moodle's participants download with its Groups column")
     p.add_argument("--lms-timezone", default=None, metavar="ZONE", help="the time zone of times the LMS writes "
                    "without an offset, e.g. Europe/Berlin (default: this machine's)")
     p.add_argument("--late-penalty", default=None, help="none | zero | N%%/day (default: the rule given to the "

@@ -7,17 +7,29 @@ expression with named groups, as nbgrader's FileNameCollectorPlugin does:
 
     canvas      {sortablename}_[LATE_]{userid}_{attachmentid}_{original name}[-N].ext
                 [LATE_]anon_{anonymousid}_{attachmentid}_{original name}  (anonymous grading)
+                {group name}_[LATE_]{userid}_{attachmentid}_{original name}  (a group assignment:
+                one file per group, the name part the group's, the user id one member's)
                 (flat; LATE_ when Canvas counted it late; -1, -2 ... when the same name was
-                uploaded again; canvas-lms lib/content_zipper.rb)
-    moodle      {Full Name}_{participantid}_assignsubmission_file[_]/{original name}
+                uploaded again; canvas-lms lib/content_zipper.rb, Assignment#representatives)
+    moodle      {Full Name}_{participantid}_assignsubmission_file[_]/[{folders}/]{original name}
                 Participant_{participantid}_assignsubmission_file[_]/...  (blind marking)
-                (one folder per participant, trailing _ before Moodle 4.1; or the same prefix on
-                flat names; the participant id is the assignment's own mapping id, not the user id:
-                mod/assign/classes/downloader.php)
+                {Group name}_{groupid}_assignsubmission_file/...  (team submissions; the group's
+                name with _ made a space; "Default group_assignsubmission_file" for who is in none)
+                (one folder per participant or team, trailing _ before Moodle 4.1, the student's
+                own folders kept below it; or the same prefix on flat names; the participant id is
+                the assignment's own mapping id, not the user id: mod/assign/classes/downloader.php)
     blackboard  {assignment}_{username}_attempt_{YYYY-MM-DD-HH-MM-SS}[_{original name}].ext
     nbgrader    {student}/{assignment}/{assignment}.ipynb (+ timestamp.txt): the submitted/ folder
                 {student}+{assignment}+{timestamp}[+{random}]/{assignment}.ipynb: the exchange inbound
-    folder      {student}.ipynb, {student}_{assignment}.ipynb or {student}/{any}.ipynb (no LMS)
+    folder      {student}.ipynb, {student}_{assignment}.ipynb or {student}/[{folders}/]{any}.ipynb (no LMS)
+    classroom   {slug}-submissions/{slug}-{github username}/ (a git repository each), as
+                `gh classroom clone student-repos` writes it (github/gh-classroom,
+                cmd/gh-classroom/clone/student-repos): read by grader/classroom.py, not by a preset
+                here, since the notebook and its time come from the repository's commits
+
+A student's .zip (Moodle and Canvas take any file) is opened by collect: the notebooks inside are
+read as that student's files (grader/stages/collect.py). Which files of a group are whose comes
+from --groups (grader/groups.py).
 
 A download's own file times are never read: Canvas and Moodle stamp every entry of their zip with
 the moment they build it. Times come from the names (Blackboard, nbgrader) or from what the LMS
@@ -29,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 LMS_PRESETS = ("canvas", "moodle", "blackboard", "nbgrader")
+LMS_CHOICES = ("auto",) + LMS_PRESETS + ("folder", "classroom")     # what --lms takes
 # what `nbgrader collect` stores beside a submission: when it was submitted, and the key nbgrader's
 # release_feedback names the student's returned feedback by (kept with the graded notebook)
 NBGRADER_KEYS = ("timestamp.txt", "submission_secret.txt")
@@ -47,6 +60,8 @@ class Found:
     preset: str = ""
     relative: PurePosixPath | None = None       # where it was in the download
     receipt: bool = False                       # the LMS's own note about the attempt, not a submission
+    inside: str = ""                            # where in the student's upload it was: a subfolder or a zip
+    problem: str = ""                           # why a student's zip gave no notebook
 
     @property
     def attempt_key(self):
@@ -97,6 +112,9 @@ def parse_time(text, zone=None):
 _CANVAS = re.compile(r"(?:(?P<name>[^/]+?)_)??(?P<late>late_)?(?P<uid>\d+|anon_[A-Za-z0-9]+)_(?P<sid>\d+)_"
                      r"(?P<orig>.+?)(?:-(?P<rev>\d+))?(?P<ext>\.[A-Za-z0-9]+)?", re.IGNORECASE)
 _MOODLE = re.compile(r"(?P<name>.+?)_(?P<uid>\d+)_assignsubmission_(?:file|onlinetext)_?(?P<orig>.*)")
+# team submissions of students in no group: mod_assign's string 'defaultteam', with no group id
+DEFAULT_TEAM = "Default group"
+_MOODLE_DEFAULT_TEAM = re.compile(r"Default group_assignsubmission_(?:file|onlinetext)_?")
 _BLACKBOARD = re.compile(r"(?P<assignment>.+)_(?P<user>[^_]+)_attempt_"
                          r"(?P<time>\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d)(?:_(?P<orig>.+))?")
 _EXCHANGE = re.compile(r"(?P<student>[^+]+)\+(?P<assignment>[^+]+)\+(?P<time>[^+]+)(?:\+.*)?")
@@ -111,8 +129,11 @@ def canvas(relative, path, assignment_id, zone=None):
 
 
 def moodle(relative, path, assignment_id, zone=None):
-    if len(relative.parts) == 2:        # one folder per participant
+    if len(relative.parts) >= 2:        # one folder per participant (or team), the student's own folders below
         match = _MOODLE.fullmatch(relative.parts[0])
+        if not match and _MOODLE_DEFAULT_TEAM.fullmatch(relative.parts[0]):
+            return Found(path, login=DEFAULT_TEAM, name=DEFAULT_TEAM, preset="moodle",
+                         inside="/".join(relative.parts[1:-1]))
     elif len(relative.parts) == 1:      # older Moodles: flat names with the same prefix
         match = _MOODLE.fullmatch(relative.name)
         match = match if match and match["orig"] else None
@@ -120,7 +141,7 @@ def moodle(relative, path, assignment_id, zone=None):
         match = None
     if not match:
         return None
-    return Found(path, login=match["uid"], name=match["name"], preset="moodle")
+    return Found(path, login=match["uid"], name=match["name"], preset="moodle", inside="/".join(relative.parts[1:-1]))
 
 
 def blackboard(relative, path, assignment_id, zone=None):
@@ -158,9 +179,9 @@ def folder(relative, path, assignment_id, zone=None):
         stem = relative.stem.replace(assignment_id, "").strip("_- ") or relative.stem
         return Found(path, login=SAFE_ID.sub("_", stem), preset="folder")
     inner = parts[1:] if len(parts) == 2 or parts[1] != assignment_id else parts[2:]
-    if len(inner) != 1:
-        return None
-    return Found(path, login=SAFE_ID.sub("_", parts[0]), preset="folder")
+    if len(inner) > 1 and relative.suffix not in (".ipynb", ".zip"):
+        return None                     # a student's data files deep in their folder are not attempts
+    return Found(path, login=SAFE_ID.sub("_", parts[0]), preset="folder", inside="/".join(inner[:-1]))
 
 
 def from_pattern(regex):
@@ -209,7 +230,7 @@ def read_names(files, assignment_id, lms="auto", pattern=None, zone=None):
     elif lms in PRESETS:
         preset, name = PRESETS[lms], lms
     else:
-        raise ValueError(f"unknown --lms {lms!r}; choose one of auto, {', '.join(PRESETS)}")
+        raise ValueError(f"unknown --lms {lms!r}; choose one of {', '.join(LMS_CHOICES)}")
     found, unrecognised = [], []
     for relative, path in files:
         item = preset(relative, path, assignment_id, zone)

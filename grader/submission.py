@@ -50,6 +50,7 @@ class Options:
     times: str | None = None             # Canvas's submissions JSON or a CSV of times (grader/lms_records.py)
     worksheet: str | None = None         # Moodle's grading worksheet: times and who each participant is
     lms_timezone: str | None = None      # the LMS's zone, for its times without an offset
+    groups: str | None = None            # who is in each group: one file graded for every member (grader/groups.py)
     due: object = None                   # an aware datetime: the assignment's due date
     late_penalty: object = None          # a traitlets Config (stages/late.py); None: the course's
     student: str | None = None           # grade only this student's submission (a regrade of one)
@@ -95,6 +96,7 @@ class Submission:
     submitted_at: object = None                # aware UTC datetime, when the download says
     lms_late: bool | None = None               # the LMS's own late flag (Canvas)
     others: list = field(default_factory=list)   # their other files, not graded
+    group: str = ""                            # the group whose file this is, graded for each member
     # how it went
     status: Status = Status.PENDING
     reason: str = ""                           # why it was not graded (or not on the roster, ...)
@@ -146,7 +148,7 @@ class Submission:
     def summary(self):
         """What the class report keeps of it (course/outcomes/<id>.json): plain data only."""
         keep = ("student", "status", "reason", "score", "max_score", "failed", "notes", "seconds",
-                "late", "seconds_late", "penalty", "time_unknown", "login", "preset", "lms_name")
+                "late", "seconds_late", "penalty", "time_unknown", "login", "preset", "lms_name", "group")
         data = {name: getattr(self, name) for name in keep}
         data["status"] = str(self.status)
         data["submitted_at"] = self.submitted_at.isoformat() if self.submitted_at else None

@@ -40,6 +40,8 @@ def test_moodle_participant_folders_and_flat_names():
     assert (blind.login, blind.name) == ("4711", "Participant")
     flat = read("moodle", f"Jane Doe_101_assignsubmission_file_{A1}.ipynb")
     assert flat.login == "101"
+    nested = read("moodle", "Jane Doe_4711_assignsubmission_file/a3_flops_io/a3_flops_io.ipynb")
+    assert (nested.login, nested.inside) == ("4711", "a3_flops_io"), "the student's own folder is kept below"
     assert read("moodle", "Jane Doe/a1.ipynb") is None
 
 
@@ -65,7 +67,9 @@ def test_folder_names():
     assert read("folder", "README.txt") is None
     assert read("folder", f"bob_{A1}.ipynb").login == "bob"
     assert read("folder", "carol/anything.ipynb").login == "carol"
-    assert read("folder", "a/b/c/d.ipynb") is None
+    deep = read("folder", "dave/submission/work/d.ipynb")    # a student's own folders: theirs, noted where
+    assert (deep.login, deep.inside) == ("dave", "submission/work")
+    assert read("folder", "dave/submission/data.csv") is None, "a data file deep in a folder is no attempt"
 
 
 def test_auto_takes_the_preset_that_reads_most():

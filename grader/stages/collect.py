@@ -6,12 +6,17 @@ submitted each file. When one student sent several files, the latest notebook is
 others are listed; files no naming reads are listed as unrecognised, never dropped. The time of a
 submission comes from its name (Blackboard, nbgrader) or from what the LMS records beside the
 download (--times, --worksheet: grader/lms_records.py), never from the download's file times; a
-submission with none is "time unknown", never late by a guess. Mapping the LMS's identity to the
-class list is the next stage (identify)."""
+submission with none is "time unknown", never late by a guess. A notebook in a subfolder of the
+student's upload, or in a .zip they uploaded, is found and graded with a note saying where it was.
+GitHub Classroom's student repositories are read by grader/classroom.py (the notebook as of a
+commit). Mapping the LMS's identity to the class list, and a group's file to its members, is the
+next stage (identify)."""
+import dataclasses
 import tempfile
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from .. import classroom
 from ..lms import SAFE_ID, read_names, relative_files
 from ..lms_records import read_times, read_worksheet
 from ..submission import Status, Submission
@@ -23,6 +28,13 @@ def collect(intake, batch):
     options = batch.options
     if intake.source.suffix == ".ipynb" and intake.source.is_file():
         return _one_notebook(intake, options)
+    if options.lms == "classroom" or (options.lms == "auto" and not options.pattern
+                                      and classroom.looks_like_classroom(intake.source)):
+        intake.preset = "classroom"
+        intake.submissions, unrecognised = classroom.read_repositories(
+            intake.source, batch.assignment_id, batch.scratch, due=classroom.due_date(batch))
+        intake.unrecognised = [Submission(path, status=Status.UNRECOGNISED, reason=why) for path, why in unrecognised]
+        return intake
     preset, intake.submissions, unrecognised = read_download(intake.source, batch.assignment_id, batch.scratch,
                                                              lms=options.lms, pattern=options.pattern,
                                                              zone=options.lms_timezone)
@@ -60,6 +72,7 @@ def read_download(source, assignment_id, workspace, lms="auto", pattern=None, zo
         source = _unzip(source, Path(tempfile.mkdtemp(prefix="download-", dir=workspace)))
     preset, found, unrecognised = read_names(relative_files(source), assignment_id, lms=lms, pattern=pattern,
                                              zone=zone)
+    found = [opened for item in found for opened in _open_student_zip(item, workspace)]
     by_login = {}
     for item in found:
         by_login.setdefault(item.login, []).append(item)
@@ -103,20 +116,27 @@ def _latest(assignment_id, attempts):
     notebooks = [f for f in attempts if f.path.suffix == ".ipynb"]
     if not notebooks:
         names = ", ".join(f.path.name for f in attempts)
-        submission.path, submission.reason = None, f"no notebook in the submission (found {names})"
+        problems = [f.problem for f in attempts if f.problem]
+        submission.path, submission.reason = None, f"no notebook in the submission (found {names})" + (
+            "; " + "; ".join(problems) if problems else "")
         return submission
-    # files of one folder with nothing to order them by: the expected name, else no guess
+    # files of one folder with nothing to order them by: the expected name (nearest the top of the
+    # upload), else the one notebook nearest the top, else no guess
     tied = [f for f in notebooks if f.attempt_key[1:3] == notebooks[0].attempt_key[1:3]]
     if len(tied) > 1:
-        named = [f for f in tied if f.path.name == expected]
-        if not named:
+        named = sorted((f for f in tied if f.path.name == expected), key=_depth)
+        top = [f for f in tied if _depth(f) == min(map(_depth, tied))]
+        if not named and len(top) > 1:
             submission.path = None
-            submission.reason = f"no {expected}, and several other notebooks ({', '.join(f.path.name for f in tied)})"
+            submission.reason = (f"no {expected}, and several other notebooks "
+                                 f"({', '.join(sorted(map(_shown_path, tied)))}): rename the one to grade {expected}")
             return submission
-        chosen = named[0]
+        chosen = named[0] if named else top[0]
         submission.path = chosen.path
-        submission.others = [f.path.name for f in attempts if f is not chosen]
+        submission.others = [_shown_path(f) for f in attempts if f is not chosen]
     submission.lms_name = chosen.relative.parts[0]
+    if chosen.inside:
+        submission.note(f"notebook found in {chosen.inside}/: {chosen.path.name}")
     if chosen.preset in ("nbgrader", "folder") and len(chosen.relative.parts) > 1 and chosen.path.name != expected:
         submission.note(f"notebook was renamed to {chosen.path.name}; graded as {expected}")
     if submission.others:
@@ -124,6 +144,58 @@ def _latest(assignment_id, attempts):
         submission.note(f"graded the latest file, {chosen.path.name}{later}; not graded: "
                         + ", ".join(submission.others))
     return submission
+
+
+def _depth(found):
+    return len(PurePosixPath(found.inside).parts) if found.inside else 0
+
+
+def _shown_path(found):
+    return f"{found.inside}/{found.path.name}" if found.inside else found.path.name
+
+
+# a student's own zip: what is read of it (notebooks only, each and all bounded)
+STUDENT_ZIP_MAX_BYTES = 64 * 2**20          # the notebooks of one zip, unpacked
+STUDENT_ZIP_MAX_NOTEBOOKS = 20
+
+
+def _open_student_zip(found, workspace):
+    """A student's uploaded .zip -> a Found per notebook inside (unpacked into the batch's scratch
+    space: notebooks only, no path outside the target, bounded in size and count); a zip that cannot
+    be read, or holds none, stays as it is (no notebook) and says why. Anything else is returned as is."""
+    if found.path.suffix.lower() != ".zip" or found.receipt:
+        return [found]
+    why = None
+    try:
+        with zipfile.ZipFile(found.path) as archive:
+            names = [m.filename.replace("\\", "/") for m in archive.infolist()]
+            unsafe = [name for name in names if name.startswith("/") or ".." in PurePosixPath(name).parts]
+            members = [m for m in archive.infolist() if not m.is_dir() and m.filename.endswith(".ipynb")
+                       and not any(p.startswith(".") or p == "__MACOSX" for p in PurePosixPath(m.filename).parts)]
+            if unsafe:
+                why = f"unsafe path in {found.path.name}: {unsafe[0]}"
+            elif len(members) > STUDENT_ZIP_MAX_NOTEBOOKS or \
+                    sum(m.file_size for m in members) > STUDENT_ZIP_MAX_BYTES:
+                why = (f"{found.path.name} holds more notebooks than a submission does "
+                       f"({len(members)} notebooks, {sum(m.file_size for m in members) / 2**20:.0f} MiB)")
+            elif not members:
+                why = f"{found.path.name} holds no notebook"
+            else:
+                target = Path(tempfile.mkdtemp(prefix="student-zip-", dir=workspace))
+                opened = []
+                for member in members:
+                    inner = PurePosixPath(member.filename)
+                    path = target.joinpath(*inner.parts)
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    with archive.open(member) as source:      # never more than the size it declares
+                        path.write_bytes(source.read(STUDENT_ZIP_MAX_BYTES + 1))
+                    inside = "/".join(filter(None, (found.inside, found.path.name, *inner.parts[:-1])))
+                    opened.append(dataclasses.replace(found, path=path, inside=inside))
+                return opened
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as error:
+        why = f"{found.path.name} cannot be opened as a zip ({error})"
+    found.problem = why
+    return [found]
 
 
 def _shown_time(when):

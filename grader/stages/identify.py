@@ -5,13 +5,15 @@ assignments (Canvas: sortable name and user id, never the per-assignment submiss
 roster, the LMS's identity must match one roster student: by LMS user id, id, e-mail or its local
 part, and for Canvas and Moodle by name when no id matches. A submission from someone not on the
 roster is reported and not graded; roster students who sent nothing, now or in an earlier
-download of the same assignment, are listed as missing (unless excused: grader/term.py)."""
+download of the same assignment, are listed as missing (unless excused: grader/term.py). With
+--groups, a file named after a group is graded for each of its members (grader/groups.py)."""
 import re
 import warnings
 from pathlib import Path
 
 from .. import compat, term
-from ..lms import SAFE_ID
+from ..groups import join_members, read_groups, split_groups
+from ..lms import DEFAULT_TEAM, SAFE_ID
 from ..roster import load_roster
 from ..submission import Status, Submission
 
@@ -20,7 +22,16 @@ def identify(intake, batch):
     """Give every submission of `intake` its student id; the people the roster does not know become
     `intake.strangers`, the roster students with nothing graded `intake.missing`."""
     roster = load_roster(batch.course)
+    members = not_graded = []
+    if batch.options.groups:
+        groups = read_groups(batch.options.groups)
+        intake.submissions, members, not_graded = split_groups(intake.submissions, groups, roster)
     intake.submissions, intake.strangers, missing = match_roster(intake.submissions, roster)
+    if batch.options.groups:
+        intake.submissions = join_members(intake.submissions, members, describe)
+        intake.strangers += not_graded
+        graded = {s.student for s in intake.submissions}
+        missing = [s for s in missing if s.id not in graded]
     graded_before = _students_with_submissions(batch.course_db, batch.assignment_id) if missing else set()
     excused = term.excused(batch.course, batch.assignment_id) if missing else set()
     intake.missing = [Submission(s.id, status=Status.MISSING, reason=f"{s.display}: no submission")
@@ -70,7 +81,8 @@ def _candidates(submission, roster):
 
 def describe(submission):
     """How the download names someone, for messages: 'doejane (Canvas user 123)'."""
-    what = {"canvas": "Canvas user", "moodle": "Moodle participant", "blackboard": "Blackboard user"}
+    what = {"canvas": "Canvas user", "moodle": "Moodle participant", "blackboard": "Blackboard user",
+            "classroom": "GitHub user"}
     who = what.get(submission.preset, "login")
     name = f"{submission.name} " if submission.name and submission.name != submission.login else ""
     return f"{name}({who} {submission.login})"
@@ -95,6 +107,11 @@ def match_roster(submissions, roster=None):
             why = ("not graded (add them to the roster with `python -m grader roster import`, then grade again)"
                    if not hits else f"matches several roster students ({', '.join(s.id for s in hits)}): "
                    "not graded (give each an lms_user_id in the roster)")
+            if not hits and submission.preset == "moodle" and submission.login == DEFAULT_TEAM:
+                why = ("Moodle's team of the students in no group sent it: not graded (name them with --groups "
+                       f"FILE, as group {DEFAULT_TEAM!r})")
+            elif not hits and submission.preset == "moodle":
+                why += "; if it is a team's folder, name the team's members with --groups FILE"
             strangers.append(Submission(describe(submission), submission.path, login=submission.login,
                                         name=submission.name, preset=submission.preset,
                                         status=Status.NOT_ON_ROSTER, reason=why))

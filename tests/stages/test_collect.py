@@ -155,3 +155,78 @@ def test_a_moodle_worksheet_names_and_times_each_participant(collected, tmp_path
     found = {s.login: s for s in collected(download, worksheet=str(worksheet), lms_timezone="UTC").submissions}
     assert (found["4711"].name, found["4711"].email) == ("Jane Doe", "jane@uni.example")
     assert found["4711"].submitted_at.hour == 22 and found["4712"].submitted_at.day == 2
+
+
+# ---- notebooks deeper in a student's upload, and students' own zips ----
+
+def test_a_notebook_in_a_subfolder_is_found_and_noted(collected, tmp_path):
+    """Moodle keeps the student's own folders below the participant's folder
+    (mod/assign/classes/downloader.php: the prefix, then the file's own path); a plain folder of
+    students may hold Name/submission/<id>.ipynb."""
+    moodle = tmp_path / "moodle"
+    _nb(moodle / "Jane Doe_4711_assignsubmission_file" / "a3_flops_io" / f"{A1}.ipynb")
+    [jane] = collected(moodle, lms="moodle").submissions
+    assert jane.path.parent.name == "a3_flops_io" and jane.notes == [f"notebook found in a3_flops_io/: {A1}.ipynb"]
+    plain = tmp_path / "plain"
+    _nb(plain / "bob" / "submission" / "my_work.ipynb")
+    [bob] = collected(plain).submissions
+    assert bob.student == "bob" and "notebook found in submission/: my_work.ipynb" in bob.notes
+
+
+def test_among_several_notebooks_the_expected_name_then_the_top_one_else_no_guess(collected, tmp_path):
+    folder = tmp_path / "d"
+    _nb(folder / "alice" / "drafts" / "old.ipynb")
+    _nb(folder / "alice" / "work" / f"{A1}.ipynb")                 # the expected name, deeper
+    _nb(folder / "carol" / "mine.ipynb")                            # the one at the top of her folder
+    _nb(folder / "carol" / "scratch" / "try.ipynb")
+    _nb(folder / "dave" / "x" / "one.ipynb")                        # two, equally deep, neither expected
+    _nb(folder / "dave" / "y" / "two.ipynb")
+    found = {s.student: s for s in collected(folder).submissions}
+    assert found["alice"].path.name == f"{A1}.ipynb" and "drafts/old.ipynb" in found["alice"].others
+    assert found["carol"].path.name == "mine.ipynb"
+    assert found["dave"].path is None
+    assert "several other notebooks (x/one.ipynb, y/two.ipynb)" in found["dave"].reason
+
+
+def _student_zip(path, members):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in members:
+            archive.writestr(name, text)
+    return path
+
+
+def test_a_students_zip_is_opened_and_its_notebook_graded(course, tmp_path):
+    """Moodle's file submissions take any file type by default: a student uploads a zip of their
+    folder. Only its notebooks are unpacked, into the batch's scratch space."""
+    download = tmp_path / "moodle"
+    _student_zip(download / "Jane Doe_4711_assignsubmission_file" / "work.zip",
+                 [(f"a1/{A1}.ipynb", nbformat.writes(nbformat.v4.new_notebook())), ("a1/data.csv", "1,2"),
+                  ("__MACOSX/a1/._a1.ipynb", "junk")])
+    with open_batch(course, tmp_path / "batch") as batch:
+        [jane] = collect(Intake(download), batch).submissions
+        assert jane.path.name == f"{A1}.ipynb" and nbformat.read(str(jane.path), as_version=4).cells == []
+        assert batch.scratch in jane.path.parents, "unpacked into the batch's scratch space, never the download"
+    assert [p.name for p in download.rglob("*")] == ["Jane Doe_4711_assignsubmission_file", "work.zip"]
+    assert jane.notes == [f"notebook found in work.zip/a1/: {A1}.ipynb"]
+
+
+@pytest.mark.parametrize("members, reason", [
+    ([("../../escape.ipynb", "{}")], "unsafe path in work.zip: ../../escape.ipynb"),
+    ([("notes.txt", "hello")], "work.zip holds no notebook"),
+    ([(f"n{i}.ipynb", "{}") for i in range(21)], "holds more notebooks than a submission does (21 notebooks"),
+])
+def test_a_students_zip_that_gives_no_notebook_says_why(collected, tmp_path, members, reason):
+    download = tmp_path / "moodle"
+    _student_zip(download / "Jane Doe_4711_assignsubmission_file" / "work.zip", members)
+    [jane] = collected(download, lms="moodle").submissions
+    assert jane.path is None and reason in jane.reason and "no notebook in the submission" in jane.reason
+    assert not (tmp_path / "escape.ipynb").exists() and not (download / "escape.ipynb").exists()
+
+
+def test_a_file_named_zip_that_is_not_one_says_so(collected, tmp_path):
+    download = tmp_path / "moodle"
+    (download / "Jane Doe_4711_assignsubmission_file").mkdir(parents=True)
+    (download / "Jane Doe_4711_assignsubmission_file" / "work.zip").write_text("not a zip")
+    [jane] = collected(download, lms="moodle").submissions
+    assert jane.path is None and "work.zip cannot be opened as a zip" in jane.reason

@@ -1,0 +1,249 @@
+"""Group submissions: one file graded for every member of the group (`autograde --groups FILE`).
+
+An LMS's download holds one file per group: Canvas names a group assignment's file after the group
+(the user id in it is one member's: canvas-lms Assignment#representatives), Moodle's team
+submissions put it in the folder <Group name>_<group id>_assignsubmission_file
+(mod/assign/classes/downloader.php), GitHub Classroom's group assignments name the repository
+<slug>-<team name>. Who is in each group comes from FILE, in one of three forms:
+
+    plain      a CSV with the columns `group` and `student` (one row per member; the student as the
+               roster knows them: roster id, login, LMS user id or e-mail)
+    canvas     Canvas's export of a group set (GET /api/v1/group_categories/:id/export): name,
+               canvas_user_id, [user_id,] login_id, sections, group_name, [canvas_group_id, group_id];
+               a student with an empty group_name is in no group (canvas-lms
+               app/controllers/group_categories_controller.rb, #export)
+    moodle     Moodle's participants download with its Groups column (First name, Last name, the
+               identity fields, Groups: the names of the student's groups, ", " between them)
+
+A file of the download is a group's when its name is the group's name (compared as letters and
+digits, lowercased: Canvas's "team7" is the group "Team 7"). Every member becomes a submission of
+their own whose notebook is the group's, noted "group <name>"."""
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .lms import DEFAULT_TEAM, SAFE_ID
+from .lms_records import csv_rows, read_text
+from .submission import Status, Submission
+
+
+class GroupsError(ValueError):
+    """A --groups file that cannot be used; the message says what was expected and what came back."""
+
+
+@dataclass
+class Member:
+    key: str                                    # how the file names them (for messages)
+    keys: tuple = ()                            # what they can be matched by: ids, logins, e-mail
+    name: str = ""                              # a readable name, when the file gives one
+    names: tuple = ()                           # their name as letters and digits, both orders
+    default_id: str = ""                        # their id when there is no roster
+
+
+@dataclass
+class Group:
+    name: str
+    members: list = field(default_factory=list)
+
+
+@dataclass
+class Groups:
+    path: Path
+    form: str
+    groups: dict                                # slug of the name -> Group
+
+    def find(self, submission):
+        """The group whose name the download gives `submission`, or None."""
+        for text in (submission.name, submission.login):
+            group = self.groups.get(_slug(text)) if text else None
+            if group is not None:
+                return group
+        return None
+
+
+def _slug(text):
+    return re.sub(r"[^a-z0-9]", "", (text or "").lower())
+
+
+def read_groups(path):
+    """Groups from FILE (plain, canvas or moodle form); GroupsError naming the problem."""
+    path = Path(path)
+    rows = csv_rows(read_text(path, GroupsError))
+    header = [cell.strip().lower() for cell in rows[0]] if rows else []
+    if "group" in header and "student" in header:
+        form, entries = "plain", _plain(path, header, rows[1:])
+    elif "canvas_user_id" in header and "group_name" in header:
+        form, entries = "canvas", _canvas(header, rows[1:])
+    elif "first name" in header and "last name" in header and "groups" in header:
+        form, entries = "moodle", _moodle(header, rows[1:])
+    else:
+        raise GroupsError(
+            f"{path}: not a list of groups this course reads: its first row should name the columns `group` "
+            f"and `student` (one row per member), or be Canvas's group set export (name, canvas_user_id, "
+            f"login_id, ..., group_name) or Moodle's participants download with its Groups column; "
+            f"found {[cell.strip() for cell in rows[0]] if rows else 'nothing'}")
+    groups = {}
+    for group_name, member in entries:
+        slug = _slug(group_name)
+        if not slug:
+            raise GroupsError(f"{path}: the group name {group_name!r} has no letter or digit to match a file by")
+        group = groups.setdefault(slug, Group(group_name))
+        if member is not None and all(m.keys != member.keys for m in group.members):
+            group.members.append(member)
+    if not groups:
+        raise GroupsError(f"{path}: read as {form}, but it puts nobody in a group"
+                          + (" (every group_name is empty)" if form == "canvas" else ""))
+    return Groups(path, form, groups)
+
+
+def _records(header, rows):
+    for line, row in enumerate(rows, start=2):
+        values = {h: (v or "").strip() for h, v in zip(header, row) if h}
+        if any(values.values()):
+            yield line, values
+
+
+def _plain(path, header, rows):
+    entries = []
+    for line, values in _records(header, rows):
+        if not values.get("group"):
+            raise GroupsError(f"{path}, line {line}: the group is empty (each row is `group,student`)")
+        student = values.get("student", "")
+        entries.append((values["group"], Member(student, (student,), default_id=SAFE_ID.sub("_", student))
+                        if student else None))
+    return entries
+
+
+def _canvas(header, rows):
+    entries = []
+    name_column = "name" if "name" in header else header[0]
+    for _, values in _records(header, rows):
+        if not values.get("group_name"):
+            continue                                  # in no group of this set
+        sortable = values.get(name_column, "")
+        last, _, first = sortable.partition(",")
+        uid, sis, login = values.get("canvas_user_id", ""), values.get("user_id", ""), values.get("login_id", "")
+        default = login or sis or f"{_slug(last + first)}_{uid}"      # as the roster's canvas import names them
+        entries.append((values["group_name"], Member(sortable or uid, tuple(k for k in (uid, sis, login) if k),
+                                                     name=f"{first.strip()} {last.strip()}".strip(),
+                                                     names=(_slug(first + last), _slug(last + first)),
+                                                     default_id=SAFE_ID.sub("_", default))))
+    return entries
+
+
+def _moodle(header, rows):
+    entries = []
+    for _, values in _records(header, rows):
+        first, last = values.get("first name", ""), values.get("last name", "")
+        email = values.get("email address", "")
+        keys = tuple(k for k in (values.get("id number", ""), values.get("username", ""), email) if k)
+        default = (values.get("id number") or values.get("username") or email.split("@")[0] or _slug(first + last))
+        for group_name in (g.strip() for g in values.get("groups", "").split(", ")):
+            if group_name and group_name.lower() not in ("no groups", "-"):
+                entries.append((group_name, Member(f"{first} {last}".strip() or default, keys,
+                                                   name=f"{first} {last}".strip(),
+                                                   names=(_slug(first + last), _slug(last + first)),
+                                                   default_id=SAFE_ID.sub("_", default))))
+    return entries
+
+
+def _roster_student(member, roster):
+    """The one roster student `member` names (by id, LMS user id, e-mail or its local part, then by
+    name), or None."""
+    for key in (k.strip().lower() for k in member.keys if k.strip()):
+        hits = [s for s in roster if key in {v for v in (s.lms_user_id.lower(), s.id.lower(), s.email.lower(),
+                                                         s.email.split("@")[0].lower() if s.email else "") if v}]
+        if len(hits) == 1:
+            return hits[0]
+    names = {n for n in member.names if n}
+    hits = [s for s in roster if names & {_slug(s.first_name + s.last_name), _slug(s.last_name + s.first_name)}]
+    return hits[0] if len(hits) == 1 else None
+
+
+def split_groups(submissions, groups, roster=None):
+    """(the submissions that are no group's, one Submission per member of each group that sent one
+    (its `student` already the member's id), the members and groups that cannot be graded);
+    GroupsError when no file of the download is a group's of FILE, or when FILE names nobody on
+    the roster."""
+    if roster is not None:
+        members = [m for g in groups.groups.values() for m in g.members]
+        if members and not any(_roster_student(m, roster) for m in members):
+            examples = ", ".join(m.key for m in members[:3])
+            raise GroupsError(f"{groups.path}: none of its {len(members)} group members is on the roster (it names "
+                              f"e.g. {examples}); a member is matched by roster id, login, LMS user id or e-mail "
+                              "(`python -m grader roster show` lists the roster)")
+    alone, by_group, not_graded = [], [], []
+    matched = set()
+    for submission in submissions:
+        group = groups.find(submission)
+        if group is None and submission.preset == "moodle" and submission.login == DEFAULT_TEAM:
+            not_graded.append(Submission(DEFAULT_TEAM, submission.path, login=submission.login, name=DEFAULT_TEAM,
+                                         preset=submission.preset, status=Status.NOT_ON_ROSTER,
+                                         reason=f"Moodle's team of the students in no group sent it: not graded "
+                                                f"(name them in {groups.path.name} as group {DEFAULT_TEAM!r})"))
+            matched.add(DEFAULT_TEAM)
+            continue
+        if group is None:
+            alone.append(submission)
+            continue
+        matched.add(group.name)
+        if not group.members:
+            not_graded.append(Submission(f"group {group.name}", submission.path, login=submission.login,
+                                         name=group.name, preset=submission.preset, status=Status.NOT_ON_ROSTER,
+                                         reason=f"group {group.name} has no members in {groups.path.name}: not "
+                                                "graded (add a row per member)"))
+            continue
+        for member in group.members:
+            student = member.default_id if roster is None else getattr(_roster_student(member, roster), "id", None)
+            if student is None:
+                not_graded.append(Submission(f"{member.key} (group {group.name})", submission.path,
+                                             login=member.key, name=member.name, preset=submission.preset,
+                                             status=Status.NOT_ON_ROSTER,
+                                             reason=f"in group {group.name} of {groups.path.name} but not on the "
+                                                    "roster: not graded (add them with `python -m grader roster "
+                                                    "import`, or correct the groups file)"))
+                continue
+            by_group.append(Submission(student, submission.path, login=submission.login, name=member.name or student,
+                                       email=submission.email, lms_name=submission.lms_name, preset=submission.preset,
+                                       submitted_at=submission.submitted_at, lms_late=submission.lms_late,
+                                       others=list(submission.others), reason=submission.reason,
+                                       notes=[f"group {group.name}"] + list(submission.notes), group=group.name))
+    if submissions and not matched:
+        names = sorted({s.name or s.login for s in submissions})
+        raise GroupsError(f"no file of the download is named after a group of {groups.path} (its groups: "
+                          f"{_some(g.name for g in groups.groups.values())}; the download names "
+                          f"{_some(names)}): is it the group set of this assignment? A download whose files are "
+                          "named after each student (Canvas's when group members are graded individually) needs "
+                          "no --groups")
+    return alone, by_group, not_graded
+
+
+def _some(names, shown=5):
+    names = list(names)
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+def join_members(chosen, members, describe):
+    """The graded submissions once each group member has theirs: `chosen` (roster-matched
+    submissions that are no group's) and `members` (split_groups'). A member who also sent a file
+    of their own is graded with the group (the assignment is a group's), their own file named; a
+    student in two groups that both sent one keeps the later (by time, else the first group by name)."""
+    by_student = {s.student: s for s in chosen}
+    for member in sorted(members, key=lambda s: s.group):
+        earlier = by_student.get(member.student)
+        if earlier is None:
+            by_student[member.student] = member
+        elif not earlier.group:
+            own = earlier.path.name if earlier.path else describe(earlier)
+            member.others = member.others + [own]
+            member.note(f"also submitted alone ({own}), not graded: graded with group {member.group}")
+            by_student[member.student] = member
+        elif earlier.group != member.group:
+            later, other = (member, earlier) if _when(member) > _when(earlier) else (earlier, member)
+            later.note(f"also in group {other.group}, whose submission was not graded for them")
+            by_student[member.student] = later
+    return sorted(by_student.values(), key=lambda s: s.student)
+
+
+def _when(submission):
+    return submission.submitted_at.timestamp() if submission.submitted_at else float("-inf")
