@@ -216,7 +216,8 @@ READS_WRITES = {
                 "in the gradebook"),
     "check": ("solutions/, assignments/, mutants/, alternatives/", "nothing (a report on stdout; exit 1 on a "
               "failure)"),
-    "autograde": ("SOURCE (an LMS download, a folder, or one notebook), --times/--worksheet files, the roster, "
+    "autograde": ("SOURCE (an LMS download, a Classroom clone, a folder, or one notebook), --times/--worksheet/"
+                  "--groups files, the roster, "
                   "FOLDER/term.json", "FOLDER/gradebook.db (or GRADER_DB_URL), FOLDER/autograded/, "
                   "FOLDER/outcomes/<id>.json, FOLDER/term.json (a --late-penalty)"),
     "feedback": ("FOLDER/autograded/ and the gradebook", "FOLDER/feedback/<student>/<id>/<id>.html, and with --zip "
