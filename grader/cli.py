@@ -158,6 +158,23 @@ def cmd_demo(course, args):
     return 0 if run_demo(course, _ids(course, args.ids)) else 1
 
 
+def cmd_gradescope(course, args):
+    from .gradescope import GradescopeError, build_zip
+    [aid] = _ids(course, [args.id])
+    if args.output:
+        output = Path(args.output)
+    else:
+        output = course.grading_dir / f"{aid}-autograder.zip"
+        output.parent.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    try:
+        path, count = build_zip(course, aid, output, hidden_visibility=args.hidden_visibility)
+    except GradescopeError as error:
+        raise SystemExit(f"gradescope: {error}") from None
+    print(f"{aid}: Gradescope autograder written to {path} ({count} files, {path.stat().st_size / 1e6:.1f} MB, "
+          f"{time.time() - started:.1f} s); upload it as the assignment's autograder (docs/gradescope.md)")
+
+
 def _grading_folder(parser):
     parser.add_argument("--course-dir", default=None, metavar="FOLDER",
                         help="the grading folder: gradebook, submitted/, autograded/, feedback/ (default: course/)")
@@ -251,6 +268,20 @@ def build_parser():
     p = verbs.add_parser("demo", help="release, grade sample submissions, feedback, CSV, in out/demo/")
     p.add_argument("ids", nargs="*")
     p.set_defaults(run=cmd_demo)
+    p = verbs.add_parser("gradescope", help="write a Gradescope autograder zip for one assignment",
+                         description="Write a Gradescope autograder for one assignment: a zip holding setup.sh "
+                         "(installs Python 3.11, torch from the CPU wheel index, requirements.txt held by "
+                         "constraints.txt), run_autograder (grades /autograder/submission/*.ipynb with this "
+                         "course's pipeline into /autograder/results/results.json), the grader package, "
+                         "nbgrader_config.py, solutions/ID/ (the hidden tests) and assignments/ID/ (the release). "
+                         "See docs/gradescope.md.")
+    p.add_argument("id")
+    p.add_argument("--output", default=None, metavar="ZIP", help="the zip to write (default: course/ID-autograder.zip)")
+    p.add_argument("--hidden-visibility", default="after_published",
+                   choices=["visible", "hidden", "after_due_date", "after_published"],
+                   help="when students see the result of a test cell holding hidden checks (default: "
+                        "after_published); the other tests are always visible")
+    p.set_defaults(run=cmd_gradescope)
     return parser
 
 
