@@ -39,6 +39,9 @@ KERNEL_UID = KERNEL_GID = 65534                   # nobody: the kernel's user wh
 REQUIREMENTS = ("requirements.txt", "constraints.txt")
 AS_KERNEL_USER = Path(__file__).resolve().parent / "runtime" / "as_kernel_user.py"
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)                  # every entry's time: the same course gives the same zip
+# the notebook's whole budget: results.json comes well within Gradescope's default 10-minute limit on a
+# run (a kernel stuck past it is stopped and the submission reported "not graded", with the reason)
+NOTEBOOK_BUDGET_S = 480
 
 
 class GradescopeError(RuntimeError):
@@ -294,7 +297,8 @@ def grade_submission(course, assignment_id, submission_dir, hidden_visibility="a
     saved = {name: os.environ.get(name) for name in ("JUPYTER_DATA_DIR", "JUPYTER_PREFER_ENV_PATH")}
     try:
         with tempfile.TemporaryDirectory(prefix="gradescope-") as scratch:
-            options = Options(sandboxed=isolation.sandboxed, progress=False, workers=1)
+            options = Options(sandboxed=isolation.sandboxed, progress=False, workers=1,
+                              total_timeout=NOTEBOOK_BUDGET_S)
             with pipeline.Batch(course.with_grading_dir(Path(scratch) / "course"), assignment_id, options) as batch:
                 if isolation.mode == "kernel user":
                     install_kernel_user_spec(Path(scratch) / "jupyter", batch.scratch)

@@ -113,6 +113,12 @@ def test_the_zip_holds_the_scripts_the_grader_and_this_assignments_course_files(
     assert not [n for n in entries if "__pycache__" in n or n.startswith(("mutants/", "tests/", "course/"))]
 
 
+def test_the_same_course_gives_the_same_zip(autograder_zip, tmp_path):
+    again = build(tmp_path, AID, "--output", str(tmp_path / "again.zip"))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert (tmp_path / "again.zip").read_bytes() == autograder_zip.read_bytes()
+
+
 def test_setup_installs_the_pinned_torch_from_the_cpu_index_before_the_requirements(autograder_zip, tmp_path):
     setup = zipfile.ZipFile(autograder_zip).read("setup.sh").decode()
     torch_line = "pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0"
