@@ -287,6 +287,11 @@ def grade_submission(course, assignment_id, submission_dir, hidden_visibility="a
     source = cells.read(course.source_notebook(assignment_id))
     points, hidden = cells.test_points(source), hidden_test_ids(source)
     notebook, problem = find_notebook(submission_dir, assignment_id)
+    if problem is None:
+        try:    # what the sanitize stage would say, before the assignment is prepared (about 10 s)
+            cells.read(notebook)
+        except ValueError as error:
+            problem = f"Your notebook could not be graded: {error}."
     if problem:
         return not_graded_results(assignment_id, points, hidden, problem, hidden_visibility)
     isolation = choose_isolation(course, assignment_id)
