@@ -202,6 +202,23 @@ def cmd_demo(course, args):
     return 0 if run_demo(course, _ids(course, args.ids)) else 1
 
 
+def cmd_gradescope(course, args):
+    from .gradescope import GradescopeError, build_zip
+    [aid] = _ids(course, [args.id])
+    if args.output:
+        output = Path(args.output)
+    else:
+        output = course.grading_dir / f"{aid}-autograder.zip"
+        output.parent.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    try:
+        path, count = build_zip(course, aid, output, hidden_visibility=args.hidden_visibility)
+    except GradescopeError as error:
+        raise SystemExit(f"gradescope: {error}") from None
+    print(f"{aid}: Gradescope autograder written to {path} ({count} files, {path.stat().st_size / 1e6:.1f} MB, "
+          f"{time.time() - started:.1f} s); upload it as the assignment's autograder (docs/gradescope.md)")
+
+
 def _grading_folder(parser):
     parser.add_argument("--course-dir", default=None, metavar="FOLDER",
                         help="the grading folder: gradebook, submitted/, autograded/, feedback/ (default: course/)")
@@ -233,6 +250,8 @@ READS_WRITES = {
     "publish": ("lectures/, assignments/<id>/, docs/student-readme.md, docs/syllabus.md, docs/img/, "
                 "requirements-student.txt", "DEST: a fresh tree and a commit (its .git and history kept)"),
     "demo": ("solutions/, assignments/, mutants/", "out/demo/ only (never course/ or assignments/)"),
+    "gradescope": ("solutions/<id>/, assignments/<id>/, grader/, nbgrader_config.py, requirements.txt, "
+                   "constraints.txt", "one zip (--output, default FOLDER/<id>-autograder.zip)"),
 }
 
 
@@ -365,6 +384,16 @@ def build_parser():
     p = verbs.add_parser("demo", help="release, grade sample submissions, feedback, CSV, in out/demo/")
     p.add_argument("ids", nargs="*")
     p.set_defaults(run=cmd_demo)
+    p = verbs.add_parser("gradescope", help="a Gradescope autograder zip for one assignment: setup.sh, "
+                                             "run_autograder (this course's pipeline into results.json), the "
+                                             "grader, the hidden tests (docs/gradescope.md)")
+    p.add_argument("id")
+    p.add_argument("--output", default=None, metavar="ZIP", help="the zip to write (default: course/ID-autograder.zip)")
+    p.add_argument("--hidden-visibility", default="after_published",
+                   choices=["visible", "hidden", "after_due_date", "after_published"],
+                   help="when students see the result of a test cell holding hidden checks (default: "
+                        "after_published); the other tests are always visible")
+    p.set_defaults(run=cmd_gradescope)
     _describe(verbs)
     return parser
 
