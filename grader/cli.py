@@ -250,8 +250,9 @@ READS_WRITES = {
     "publish": ("lectures/, assignments/<id>/, docs/student-readme.md, docs/syllabus.md, docs/img/, "
                 "requirements-student.txt", "DEST: a fresh tree and a commit (its .git and history kept)"),
     "demo": ("solutions/, assignments/, mutants/", "out/demo/ only (never course/ or assignments/)"),
-    "gradescope": ("solutions/<id>/, assignments/<id>/, grader/, nbgrader_config.py, requirements.txt, "
-                   "constraints.txt", "one zip (--output, default FOLDER/<id>-autograder.zip)"),
+    "gradescope": ("solutions/ID/ (the hidden tests), assignments/ID/ (the release), grader/, nbgrader_config.py, "
+                   "requirements.txt, constraints.txt", "one zip (--output, default FOLDER/ID-autograder.zip) "
+                   "holding setup.sh, run_autograder and what they need"),
 }
 
 
