@@ -1,7 +1,9 @@
 """`export`: the grades as CSV, for a spreadsheet or an LMS gradebook import.
 
     long    one row per student and assignment: status, total (after the late penalty), raw total,
-            max, submission time, late, penalty, provisional, then the points of every graded cell
+            max, submission time, late, penalty, provisional, review (cells whose verdicts disagree:
+            the check passed in the student's notebook, not against the reference), then the points
+            of every graded cell
     wide    one row per student (the roster's, when one was imported): `student`, one column per
             assignment holding its total, then `late`, `missing` and `provisional`, each naming the
             assignments concerned
@@ -44,6 +46,7 @@ class Entry:
     seconds_late: float = 0.0
     penalty: float = 0.0
     provisional: bool = False
+    review: list = field(default_factory=list)
     cells: dict = field(default_factory=dict)
 
     @property
@@ -57,7 +60,7 @@ def gather(course, assignment_ids=None):
     the roster when one was imported, else every student in the gradebook."""
     from .roster import RosterStudent, roster_ids
     roster = roster_ids(course)
-    outcomes = _lms_late_flags(course)
+    outcomes = _saved_outcomes(course)
     entries, people = {}, {}
     with warnings.catch_warnings(), compat.gradebook(course.db_url) as gb:
         warnings.simplefilter("ignore")
@@ -77,8 +80,9 @@ def gather(course, assignment_ids=None):
                               total=max(0.0, submission.score - penalty), raw_total=submission.score,
                               max_score=assignment.max_score, penalty=penalty, seconds_late=seconds,
                               submitted_at=submission.timestamp.isoformat() + "Z" if submission.timestamp else "",
-                              late=seconds > 0 or outcomes.get((assignment.name, sid), False),
-                              provisional=bool(submission.needs_manual_grade))
+                              late=seconds > 0 or bool(outcomes.get((assignment.name, sid), {}).get("late")),
+                              provisional=bool(submission.needs_manual_grade),
+                              review=outcomes.get((assignment.name, sid), {}).get("review") or [])
                 for nb in submission.notebooks:
                     for grade in nb.grades:
                         entry.cells[grade.name] = grade.score
@@ -96,14 +100,12 @@ def gather(course, assignment_ids=None):
     return [people.get(i, RosterStudent(i)) for i in ids], names, entries
 
 
-def _lms_late_flags(course):
-    """Late flags an LMS gave (Canvas's _LATE_), kept with the outcomes."""
-    flags = {}
-    for path in sorted((course.grading_dir / "outcomes").glob("*.json")):
-        for student, outcome in json.loads(path.read_text()).items():
-            if outcome.get("late"):
-                flags[(path.stem, student)] = True
-    return flags
+def _saved_outcomes(course):
+    """{(assignment, student): outcome} kept by autograde: the late flag an LMS gave where no time
+    says more (Canvas's _LATE_), and the cells to review."""
+    return {(path.stem, student): outcome
+            for path in sorted((course.grading_dir / "outcomes").glob("*.json"))
+            for student, outcome in json.loads(path.read_text()).items()}
 
 
 def _number(value):
@@ -115,7 +117,7 @@ def rows_long(people, names, entries):
     for entry in entries.values():
         cells += [c for c in entry.cells if c not in cells]
     header = ["student", "assignment", "status", "total", "raw_total", "max", "submitted_at", "late",
-              "seconds_late", "penalty", "provisional"] + cells
+              "seconds_late", "penalty", "provisional", "review"] + cells
     rows = []
     for person in people:
         for name in names:
@@ -123,7 +125,7 @@ def rows_long(people, names, entries):
             rows.append([e.student, e.assignment, e.status, _number(e.total), _number(e.raw_total),
                          _number(e.max_score), e.submitted_at, "yes" if e.late else "",
                          _number(e.seconds_late) if e.late else "", _number(e.penalty) if e.penalty else "",
-                         "yes" if e.provisional else ""] + [_number(e.cells.get(c)) for c in cells])
+                         "yes" if e.provisional else "", " ".join(e.review)] + [_number(e.cells.get(c)) for c in cells])
     return header, rows
 
 

@@ -6,6 +6,12 @@ writes the observations to a file. The verdict is never given there: a trusted p
 compares the recorded `actual` values with the expected values from the reference solution
 (see grader/stages/judge.py). Whatever the student's code replaces in its own kernel can only change
 the values it reports, which it could have computed honestly anyway.
+
+Each observation also says whether the check passed here, against the expected value the test
+computed in this kernel (`passed_here`), as the student saw it in their notebook. It never gives a
+point: where it disagrees with the trusted verdict the judge asks the instructor to review the
+cell, so that a correct answer the reference's recorded value does not foresee is seen before a
+student is wronged.
 """
 import os
 import traceback
@@ -23,13 +29,17 @@ class TestRecorder:
         """A private copy of the check helpers whose _observe records instead of judging."""
         helpers = {"__name__": "course_checks"}
         exec(self.checks_code, helpers)
-        plain_value = helpers["plain_value"]
+        plain_value, comparisons = helpers["plain_value"], helpers["COMPARISONS"]
 
         def record(kind, actual, expected, what, hint, options):
-            observation = {"kind": kind, "what": what, "hint": hint, "options": dict(options),
-                           "actual": plain_value(actual)}
+            actual, expected = plain_value(actual), plain_value(expected)
+            observation = {"kind": kind, "what": what, "hint": hint, "options": dict(options), "actual": actual}
             if self.keep_expected:
-                observation["expected"] = plain_value(expected)
+                observation["expected"] = expected
+            try:
+                observation["passed_here"] = comparisons[kind](actual, expected, **options) is None
+            except Exception:  # noqa: BLE001 - a comparison that cannot run here says nothing
+                observation["passed_here"] = None
             observations.append(observation)
 
         helpers["_observe"] = record

@@ -4,7 +4,10 @@ notebook's helpers make; and look in the student's own code for PyTorch's built-
 (grader/forbidden.py).
 
 Runs only in the trusted grader process. Student records are plain data (loaded with
-torch.load(weights_only=True)); the expected values come from the trace of the solution.
+torch.load(weights_only=True)); the expected values come from the trace of the solution. A check
+that fails here but passed in the student's own kernel (the recorder's `passed_here`) is a
+disagreement: the cell fails, and is marked for the instructor's review (`disagree`), never
+silently lost.
 """
 from dataclasses import dataclass, field
 
@@ -30,6 +33,10 @@ def student_code_findings(nb, released_tests=frozenset()):
             for finding in forbidden_uses(c.source)]
 
 
+DISAGREE_NOTE = ("this check passed in your own notebook but not against the reference's value: "
+                 "the instructor reviews this cell")
+
+
 @dataclass
 class CellVerdict:
     grade_id: str
@@ -37,6 +44,7 @@ class CellVerdict:
     message: str = ""
     checks_passed: int = 0
     checks_total: int = 0
+    disagree: bool = False      # the failing check passed in the student's own kernel: review it
 
 
 @dataclass
@@ -70,7 +78,10 @@ def judge_cell(trusted, student, static_findings=()):
             text = f"{expected['what']}: {message}"
             if expected.get("hint"):
                 text += f"\n  likely mistake: {expected['hint']}"
-            return CellVerdict(gid, False, text, index, total)
+            disagree = actual.get("passed_here") is True and expected["kind"] != "no_forbidden_ops"
+            if disagree:
+                text += f"\n  {DISAGREE_NOTE}"
+            return CellVerdict(gid, False, text, index, total, disagree=disagree)
     if student.get("error"):
         return CellVerdict(gid, False, _error_message(student["error"]), total, total)
     if len(actual_obs) != total:

@@ -65,3 +65,17 @@ def test_static_findings_fail_the_forbidden_call_check():
         {"kind": "no_forbidden_ops", "what": "sdpa", "actual": ["mm", "softmax"]}]}
     assert judge_cell(trusted, student).passed
     assert not judge_cell(trusted, student, ["line 3: uses .scaled_dot_product_attention"]).passed
+
+
+def test_a_check_that_passed_in_the_students_kernel_but_fails_here_asks_for_review():
+    """The net under the next false failure: the student saw the check pass (`passed_here`), the
+    reference's recorded value says otherwise. The cell fails, flagged for review, and says why."""
+    passed_there = _student((2, 3), torch.ones(2))
+    passed_there["observations"][1]["passed_here"] = True
+    verdict = judge_cell(_trusted(), passed_there)
+    assert not verdict.passed and verdict.disagree
+    assert "passed in your own notebook" in verdict.message and "instructor reviews" in verdict.message
+    failed_there = _student((2, 3), torch.ones(2))
+    failed_there["observations"][1]["passed_here"] = False
+    assert not judge_cell(_trusted(), failed_there).disagree, "it failed in the notebook too: no disagreement"
+    assert not judge_cell(_trusted(), _student((2, 3), torch.ones(2))).disagree, "no local verdict recorded"
