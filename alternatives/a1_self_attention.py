@@ -446,3 +446,13 @@ class from_scratch_w_query(nn.Module):
         attn_weights = torch.nan_to_num(attn_weights, nan=0.0)    # a query with every key blocked
         return attn_weights @ values, attn_weights
 
+
+@alternative("attention_loop", "Hugging Face idiom inside the loop: each query's softmax taken with "
+                               "dtype=torch.float32 and cast back to the input's dtype (float64 kept)")
+def hf_float32_softmax_loop(q, k, v):
+    rows = []
+    for i in range(q.shape[0]):
+        scores = torch.matmul(k, q[i]) / math.sqrt(q.shape[-1])
+        weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        rows.append(torch.matmul(weights, v))
+    return torch.stack(rows)
