@@ -636,3 +636,14 @@ class from_scratch_gpt_model(nn.Module):
             x = block(x, mask)
         return self.out_head(self.final_norm(x))
 
+
+@alternative("lm_loss", "Hugging Face causal-LM loss style: labels shifted by padding them on the right with the "
+                        "ignore index, logits flattened with .view(-1, V) after an upcast with .float()")
+def hf_view_loss(logits, ids, ignore_index=None):
+    ignore = -100 if ignore_index is None else ignore_index
+    logits = logits.float()
+    labels = F.pad(ids, (0, 1), value=ignore)
+    shift_labels = labels[..., 1:].contiguous()
+    logits = logits.view(-1, logits.size(-1))
+    shift_labels = shift_labels.view(-1)
+    return F.cross_entropy(logits, shift_labels, ignore_index=ignore, reduction="mean")
