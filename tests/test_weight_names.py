@@ -59,7 +59,8 @@ def _d2l_attention(namespace):
         def forward(self, query, key=None, value=None, mask=None):
             key = query if key is None else key
             value = key if value is None else value
-            q, k, v = (split_heads(f(t), self.n_heads) for f, t in ((self.W_q, query), (self.W_k, key), (self.W_v, value)))
+            q, k, v = (split_heads(layer(t), self.n_heads)
+                       for layer, t in ((self.W_q, query), (self.W_k, key), (self.W_v, value)))
             out, self.last_attn_weights = attention(q, k, v, mask)
             return self.W_o(merge_heads(out))
 
