@@ -169,3 +169,22 @@ def test_a_fused_projection_is_written_through_the_views_the_task_names_give():
     fused = helpers["randomize_parameters_"](Fused(), seed=40)
     plain = helpers["randomize_parameters_"](D2LSelfAttention(4, 4), seed=40)
     assert torch.equal(fused.c_attn.weight, torch.cat([plain.W_q.weight, plain.W_k.weight, plain.W_v.weight]))
+
+
+def test_a_module_that_answers_every_name_does_not_send_the_search_in_circles():
+    helpers = {}
+    exec(compile(checks_source(), "<checks>", "exec"), helpers)
+
+    class Everything(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q_proj = nn.Linear(2, 2, bias=False)
+
+        def __getattr__(self, name):
+            try:
+                return super().__getattr__(name)
+            except AttributeError:
+                return Everything.__new__(Everything)   # a fresh object for any other name
+
+    paths = helpers["task_parameters"](Everything())     # only the task's own nesting is followed
+    assert "q_proj.weight" in paths and all(len(path.split(".")) <= 5 for path in paths)

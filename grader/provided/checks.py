@@ -28,9 +28,10 @@ def seeded_generator(seed):
     return torch.Generator(device=torch.empty(0).device).manual_seed(seed)
 
 
-# the attribute names the course's tasks fix, in the order a test reaches them
-_TASK_NAMES = ("tok_emb", "pos_emb", "blocks", "attn", "q_proj", "k_proj", "v_proj", "o_proj", "ff", "linear1",
-               "linear2", "norm1", "norm2", "norm_f", "lm_head")
+# the attribute names the course's tasks fix, each with the names the task fixes inside it
+_TASK_NAMES = {"tok_emb": (), "pos_emb": (), "blocks": ("attn", "ff", "norm1", "norm2"), "norm_f": (), "lm_head": (),
+               "attn": ("q_proj", "k_proj", "v_proj", "o_proj"), "ff": ("linear1", "linear2"), "norm1": (),
+               "norm2": (), "q_proj": (), "k_proj": (), "v_proj": (), "o_proj": (), "linear1": (), "linear2": ()}
 
 
 def _attribute(owner, name):
@@ -45,35 +46,31 @@ def task_parameters(module):
     """{task path: tensor} for every `weight` and `bias` reachable from `module` through the names the
     course's tasks fix (`q_proj.weight`, `blocks.0.attn.o_proj.bias`, ...), found by attribute access,
     exactly as a test writes `layer.q_proj.weight`: however the class registers its layers (`W_q` with
-    a `q_proj` property, an alias, a slice of a fused projection), the task's names decide. Weights a
-    module holds under other names only are not in it."""
+    a `q_proj` property, an alias, rows of a fused projection), the task's names decide. `module` may
+    be any of the task's classes (a layer, a block, a model); weights it holds under other names only
+    are not in it."""
     found = {}
 
-    def visit(owner, prefix, seen):
-        if id(owner) in seen:   # a module that refers back to one above it
-            return
-        seen = seen | {id(owner)}
+    def visit(owner, prefix, names):
         for name in ("weight", "bias"):
             value = _attribute(owner, name)
             if isinstance(value, torch.Tensor):
                 found[prefix + name] = value
-        if isinstance(owner, torch.Tensor):
-            return
-        for name in _TASK_NAMES:
+        for name in names:
             child = _attribute(owner, name)
             if child is None or isinstance(child, (torch.Tensor, str, int, float, bool)):
                 continue
-            if name == "blocks":
-                try:
-                    layers = [child[i] for i in range(len(child))]
-                except Exception:  # noqa: BLE001 - not a list of blocks: nothing to find there
-                    continue
-                for index, layer in enumerate(layers):
-                    visit(layer, f"{prefix}blocks.{index}.", seen)
-            else:
-                visit(child, f"{prefix}{name}.", seen)
+            if name != "blocks":
+                visit(child, f"{prefix}{name}.", _TASK_NAMES[name])
+                continue
+            try:
+                layers = [child[i] for i in range(len(child))]
+            except Exception:  # noqa: BLE001 - not a list of blocks: nothing to find there
+                continue
+            for index, layer in enumerate(layers):
+                visit(layer, f"{prefix}blocks.{index}.", _TASK_NAMES["blocks"])
 
-    visit(module, "", frozenset())
+    visit(module, "", tuple(_TASK_NAMES))
     return found
 
 
