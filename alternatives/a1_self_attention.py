@@ -345,3 +345,114 @@ def hf_float32_softmax(q, k, v, mask=None):
     if mask is not None:
         weights = weights.masked_fill(~mask, 0.0)
     return torch.matmul(weights, v), weights
+
+
+# --- in the styles of well-known projects (written here from the task text) ----------------------
+
+
+class _FusedRows:
+    """Rows [start, stop) of a fused projection, read and written like an nn.Linear: `.weight` and
+    `.bias` are views into the fused layer's parameters, and calling it applies just those rows."""
+
+    def __init__(self, fused, start, stop):
+        self.fused, self.start, self.stop = fused, start, stop
+
+    @property
+    def weight(self):
+        return self.fused.weight[self.start:self.stop]
+
+    @property
+    def bias(self):
+        return None if self.fused.bias is None else self.fused.bias[self.start:self.stop]
+
+    def __call__(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+
+@alternative("SelfAttention", "d2l style: projections registered as W_q, W_k, W_v; q_proj, k_proj, v_proj are "
+                              "read-only properties returning them (so PyTorch names the parameters W_q.weight, ...)")
+class d2l_properties(nn.Module):
+    def __init__(self, d_model, d_k, d_v=None):
+        super().__init__()
+        self.W_q = nn.Linear(d_model, d_k, bias=False)
+        self.W_k = nn.Linear(d_model, d_k, bias=False)
+        self.W_v = nn.Linear(d_model, d_k if d_v is None else d_v, bias=False)
+
+    @property
+    def q_proj(self):
+        return self.W_q
+
+    @property
+    def k_proj(self):
+        return self.W_k
+
+    @property
+    def v_proj(self):
+        return self.W_v
+
+    def forward(self, x, context=None, mask=None):
+        keys_values = x if context is None else context
+        return scaled_dot_product_attention(self.W_q(x), self.W_k(keys_values), self.W_v(keys_values), mask)
+
+
+@alternative("SelfAttention", "nanoGPT style: one fused c_attn projection of width 2 d_k + d_v; q_proj, k_proj, "
+                              "v_proj are properties giving its row blocks (weights are views into c_attn)")
+class nanogpt_fused_c_attn(nn.Module):
+    def __init__(self, d_model, d_k, d_v=None):
+        super().__init__()
+        self.d_k, self.d_v = d_k, d_k if d_v is None else d_v
+        self.c_attn = nn.Linear(d_model, 2 * d_k + self.d_v, bias=False)
+
+    @property
+    def q_proj(self):
+        return _FusedRows(self.c_attn, 0, self.d_k)
+
+    @property
+    def k_proj(self):
+        return _FusedRows(self.c_attn, self.d_k, 2 * self.d_k)
+
+    @property
+    def v_proj(self):
+        return _FusedRows(self.c_attn, 2 * self.d_k, 2 * self.d_k + self.d_v)
+
+    def forward(self, x, context=None, mask=None):
+        if context is None:
+            q, k, v = self.c_attn(x).split([self.d_k, self.d_k, self.d_v], dim=-1)
+        else:
+            q, k, v = self.q_proj(x), self.k_proj(context), self.v_proj(context)
+        return scaled_dot_product_attention(q, k, v, mask)
+
+
+@alternative("SelfAttention", "LLMs-from-scratch style: W_query, W_key, W_value registered, q_proj, k_proj, v_proj "
+                              "properties; scores scaled by keys.shape[-1] ** 0.5 and softmaxed in place of a call")
+class from_scratch_w_query(nn.Module):
+    def __init__(self, d_model, d_k, d_v=None):
+        super().__init__()
+        self.W_query = nn.Linear(d_model, d_k, bias=False)
+        self.W_key = nn.Linear(d_model, d_k, bias=False)
+        self.W_value = nn.Linear(d_model, d_k if d_v is None else d_v, bias=False)
+
+    q_proj = property(lambda self: self.W_query)
+    k_proj = property(lambda self: self.W_key)
+    v_proj = property(lambda self: self.W_value)
+
+    def forward(self, x, context=None, mask=None):
+        source = x if context is None else context
+        queries, keys, values = self.W_query(x), self.W_key(source), self.W_value(source)
+        attn_scores = queries @ keys.transpose(-2, -1)
+        if mask is not None:
+            attn_scores = attn_scores.masked_fill(~mask, -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = torch.nan_to_num(attn_weights, nan=0.0)    # a query with every key blocked
+        return attn_weights @ values, attn_weights
+
+
+@alternative("attention_loop", "Hugging Face idiom inside the loop: each query's softmax taken with "
+                               "dtype=torch.float32 and cast back to the input's dtype (float64 kept)")
+def hf_float32_softmax_loop(q, k, v):
+    rows = []
+    for i in range(q.shape[0]):
+        scores = torch.matmul(k, q[i]) / math.sqrt(q.shape[-1])
+        weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        rows.append(torch.matmul(weights, v))
+    return torch.stack(rows)

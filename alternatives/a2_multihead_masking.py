@@ -1,6 +1,7 @@
 """Correct alternatives for a2_multihead_masking: implementations that differ from the reference
 solution wherever the task leaves a choice, each of which must keep every point.
 `python -m grader check a2_multihead_masking` proves it (the dual of mutants/a2_multihead_masking.py)."""
+import copy
 import math
 
 import torch
@@ -468,3 +469,181 @@ def float_upcast(logits, ids, ignore_index=None):
     V = logits.size(-1)
     return F.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1),
                            ignore_index=-100 if ignore_index is None else ignore_index)
+
+
+# --- in the styles of well-known projects (written here from the task text) ----------------------
+
+
+class _FusedRows:
+    """Rows [start, stop) of a fused projection, read and written like an nn.Linear: `.weight` and
+    `.bias` are views into the fused layer's parameters, and calling it applies just those rows."""
+
+    def __init__(self, fused, start, stop):
+        self.fused, self.start, self.stop = fused, start, stop
+
+    @property
+    def weight(self):
+        return self.fused.weight[self.start:self.stop]
+
+    @property
+    def bias(self):
+        return None if self.fused.bias is None else self.fused.bias[self.start:self.stop]
+
+    def __call__(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+
+@alternative("MultiHeadAttention", "d2l style: projections registered as W_q, W_k, W_v, W_o; q_proj, k_proj, "
+                                   "v_proj, o_proj are read-only properties returning them; heads split with "
+                                   "reshape + permute")
+class d2l_properties(nn.Module):
+    def __init__(self, d_model, n_heads, bias=True):
+        super().__init__()
+        if d_model % n_heads != 0:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.num_heads = n_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, d_model, bias=bias)
+        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+        self.last_attn_weights = None
+
+    @property
+    def q_proj(self):
+        return self.W_q
+
+    @property
+    def k_proj(self):
+        return self.W_k
+
+    @property
+    def v_proj(self):
+        return self.W_v
+
+    @property
+    def o_proj(self):
+        return self.W_o
+
+    def transpose_qkv(self, X):
+        X = X.reshape(X.shape[0], X.shape[1], self.num_heads, -1)
+        return X.permute(0, 2, 1, 3)
+
+    def transpose_output(self, X):
+        X = X.permute(0, 2, 1, 3)
+        return X.reshape(X.shape[0], X.shape[1], -1)
+
+    def forward(self, query, key=None, value=None, mask=None):
+        key = query if key is None else key
+        value = key if value is None else value
+        queries = self.transpose_qkv(self.W_q(query))
+        keys = self.transpose_qkv(self.W_k(key))
+        values = self.transpose_qkv(self.W_v(value))
+        output, self.last_attn_weights = scaled_dot_product_attention(queries, keys, values, mask)
+        return self.W_o(self.transpose_output(output))
+
+
+@alternative("MultiHeadAttention", "nanoGPT style: one fused c_attn (d_model -> 3 d_model) split for "
+                                   "self-attention, output c_proj; q_proj, k_proj, v_proj are properties giving "
+                                   "c_attn's row blocks (views), o_proj a property returning c_proj")
+class nanogpt_fused_c_attn(nn.Module):
+    def __init__(self, d_model, n_heads, bias=True):
+        super().__init__()
+        if d_model % n_heads != 0:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.n_head, self.n_embd = n_heads, d_model
+        self.c_attn = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.c_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.last_attn_weights = None
+
+    q_proj = property(lambda self: _FusedRows(self.c_attn, 0, self.n_embd))
+    k_proj = property(lambda self: _FusedRows(self.c_attn, self.n_embd, 2 * self.n_embd))
+    v_proj = property(lambda self: _FusedRows(self.c_attn, 2 * self.n_embd, 3 * self.n_embd))
+    o_proj = property(lambda self: self.c_proj)
+
+    def forward(self, query, key=None, value=None, mask=None):
+        B, T, C = query.size()
+        if key is None and value is None:
+            q, k, v = self.c_attn(query).split(self.n_embd, dim=2)
+        else:
+            key = query if key is None else key
+            value = key if value is None else value
+            q, k, v = self.q_proj(query), self.k_proj(key), self.v_proj(value)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        k = k.view(B, k.size(1), self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, v.size(1), self.n_head, C // self.n_head).transpose(1, 2)
+        y, self.last_attn_weights = scaled_dot_product_attention(q, k, v, mask)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+@alternative("MultiHeadAttention", "Annotated Transformer style: four deep-copied nn.Linear in an nn.ModuleList "
+                                   "`linears` (the copies start equal), zipped with (query, key, value); the task's "
+                                   "names are properties indexing into it")
+class annotated_linears(nn.Module):
+    def __init__(self, d_model, n_heads, bias=True):
+        super().__init__()
+        if d_model % n_heads != 0:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.d_k, self.h = d_model // n_heads, n_heads
+        layer = nn.Linear(d_model, d_model, bias=bias)
+        self.linears = nn.ModuleList([copy.deepcopy(layer) for _ in range(4)])
+        self.attn = None
+
+    q_proj = property(lambda self: self.linears[0])
+    k_proj = property(lambda self: self.linears[1])
+    v_proj = property(lambda self: self.linears[2])
+    o_proj = property(lambda self: self.linears[3])
+    last_attn_weights = property(lambda self: self.attn)
+
+    def forward(self, query, key=None, value=None, mask=None):
+        key = query if key is None else key
+        value = key if value is None else value
+        nbatches = query.size(0)
+        query, key, value = [lin(x).view(nbatches, -1, self.h, self.d_k).transpose(1, 2)
+                             for lin, x in zip(self.linears, (query, key, value))]
+        x, self.attn = scaled_dot_product_attention(query, key, value, mask=mask)
+        x = x.transpose(1, 2).contiguous().view(nbatches, -1, self.h * self.d_k)
+        return self.linears[-1](x)
+
+
+@alternative("DecoderOnlyLM", "LLMs-from-scratch style: tok_emb, pos_emb, drop_emb, trf_blocks, final_norm, "
+                              "out_head registered; blocks, norm_f, lm_head are properties returning them")
+class from_scratch_gpt_model(nn.Module):
+    def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout=0.0):
+        super().__init__()
+        self.context_length = max_len
+        self.tok_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(max_len, d_model)
+        self.drop_emb = nn.Dropout(dropout)
+        self.trf_blocks = nn.ModuleList(
+            [TransformerBlock(d_model, n_heads, d_ff, dropout, norm_first=True) for _ in range(n_layers)])
+        self.final_norm = nn.LayerNorm(d_model)
+        self.out_head = nn.Linear(d_model, vocab_size, bias=False)
+
+    blocks = property(lambda self: self.trf_blocks)
+    norm_f = property(lambda self: self.final_norm)
+    lm_head = property(lambda self: self.out_head)
+
+    def forward(self, in_idx):
+        batch_size, seq_len = in_idx.shape
+        if seq_len > self.context_length:
+            raise ValueError(f"sequence length {seq_len} exceeds the context length {self.context_length}")
+        tok_embeds = self.tok_emb(in_idx)
+        pos_embeds = self.pos_emb(torch.arange(seq_len, device=in_idx.device))
+        x = self.drop_emb(tok_embeds + pos_embeds)
+        mask = causal_mask(seq_len, device=in_idx.device)
+        for block in self.trf_blocks:
+            x = block(x, mask)
+        return self.out_head(self.final_norm(x))
+
+
+@alternative("lm_loss", "Hugging Face causal-LM loss style: labels shifted by padding them on the right with the "
+                        "ignore index, logits flattened with .view(-1, V) after an upcast with .float()")
+def hf_view_loss(logits, ids, ignore_index=None):
+    ignore = -100 if ignore_index is None else ignore_index
+    logits = logits.float()
+    labels = F.pad(ids, (0, 1), value=ignore)
+    shift_labels = labels[..., 1:].contiguous()
+    logits = logits.view(-1, logits.size(-1))
+    shift_labels = shift_labels.view(-1)
+    return F.cross_entropy(logits, shift_labels, ignore_index=ignore, reduction="mean")

@@ -28,33 +28,63 @@ def seeded_generator(seed):
     return torch.Generator(device=torch.empty(0).device).manual_seed(seed)
 
 
-# the attribute names the course's tasks fix (and every parameter's own `weight` / `bias`)
-_COURSE_NAMES = frozenset({"q_proj", "k_proj", "v_proj", "o_proj", "linear1", "linear2", "attn", "ff", "norm1",
-                           "norm2", "tok_emb", "pos_emb", "blocks", "norm_f", "lm_head", "weight", "bias"})
+# the attribute names the course's tasks fix, each with the names the task fixes inside it
+_TASK_NAMES = {"tok_emb": (), "pos_emb": (), "blocks": ("attn", "ff", "norm1", "norm2"), "norm_f": (), "lm_head": (),
+               "attn": ("q_proj", "k_proj", "v_proj", "o_proj"), "ff": ("linear1", "linear2"), "norm1": (),
+               "norm2": (), "q_proj": (), "k_proj": (), "v_proj": (), "o_proj": (), "linear1": (), "linear2": ()}
 
 
-def _name_rank(name):
-    """Which of a parameter's names to seed it from: one made of the course's names (and layer
-    indices) first, as the reference has it; then the shortest."""
-    parts = name.split(".")
-    return (not all(part in _COURSE_NAMES or part.isdigit() for part in parts), len(parts))
+def _attribute(owner, name):
+    """owner.<name> as a test would write it (a property counts), or None where there is none."""
+    try:
+        return getattr(owner, name)
+    except Exception:  # noqa: BLE001 - no such attribute, or a property that cannot answer: not there
+        return None
+
+
+def task_parameters(module):
+    """{task path: tensor} for every `weight` and `bias` reachable from `module` through the names the
+    course's tasks fix (`q_proj.weight`, `blocks.0.attn.o_proj.bias`, ...), found by attribute access,
+    exactly as a test writes `layer.q_proj.weight`: however the class registers its layers (`W_q` with
+    a `q_proj` property, an alias, rows of a fused projection), the task's names decide. `module` may
+    be any of the task's classes (a layer, a block, a model); weights it holds under other names only
+    are not in it."""
+    found = {}
+
+    def visit(owner, prefix, names):
+        for name in ("weight", "bias"):
+            value = _attribute(owner, name)
+            if isinstance(value, torch.Tensor):
+                found[prefix + name] = value
+        for name in names:
+            child = _attribute(owner, name)
+            if child is None or isinstance(child, (torch.Tensor, str, int, float, bool)):
+                continue
+            if name != "blocks":
+                visit(child, f"{prefix}{name}.", _TASK_NAMES[name])
+                continue
+            try:
+                layers = [child[i] for i in range(len(child))]
+            except Exception:  # noqa: BLE001 - not a list of blocks: nothing to find there
+                continue
+            for index, layer in enumerate(layers):
+                visit(layer, f"{prefix}blocks.{index}.", _TASK_NAMES["blocks"])
+
+    visit(module, "", tuple(_TASK_NAMES))
+    return found
 
 
 def randomize_parameters_(module, seed, scale=0.5):
-    """Fill every parameter of `module` from `seed` and its name, so a test knows the weights
-    whatever order the layers were created in. Use it only where the task fixes every name
-    (e.g. `q_proj`, `blocks`, `lm_head`). A parameter reachable under several names (a layer kept
-    as `self.linear1` and inside an `nn.Sequential` too, or as `self.o_proj` and `self.out_proj`)
-    is filled from the name the task fixes, whichever was registered first."""
-    names = {}
-    for name, parameter in module.named_parameters(remove_duplicate=False):
-        known = names.get(id(parameter))
-        if known is None or _name_rank(name) < _name_rank(known[0]):
-            names[id(parameter)] = (name, parameter)
+    """Fill the weights of `module` that the task names (see task_parameters), each from `seed` and
+    its task path, e.g. `blocks.0.attn.q_proj.weight`: a test knows the weights whatever the class
+    registers them under and whatever order it creates them in. Use it only where the task fixes
+    every name (e.g. `q_proj`, `blocks`, `lm_head`). Parameters outside those names (a student's
+    own extra modules) are left as the module's __init__ made them: the task gives them no expected
+    value, and a fused weight behind the task's names is filled through them."""
     with torch.no_grad():
-        for name, parameter in names.values():
-            values = seeded_randn(*parameter.shape, seed=seed + zlib.crc32(name.encode()))
-            parameter.copy_(scale * values.to(parameter.device, parameter.dtype))
+        for path, tensor in task_parameters(module).items():
+            values = seeded_randn(*tensor.shape, seed=seed + zlib.crc32(path.encode()))
+            tensor.copy_(scale * values.to(tensor.device, tensor.dtype))
     return module
 
 
