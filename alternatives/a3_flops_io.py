@@ -368,3 +368,72 @@ def measure_tensor_seconds(sizes, repeats=3):
         flops = matmul_flops(n, n, n)
         results.append({"size": n, "seconds": seconds, "flops": flops, "flops_per_s": flops / seconds})
     return results
+
+
+# --- alternatives in the styles of scaling-law accounting (Kaplan et al.'s per-token table, the EleutherAI
+# cookbook's 2N / 6N rules), made exact for this course's model: every weight matrix that is multiplied
+# counts (embeddings are look-ups, biases and LayerNorms count zero FLOPs), and BOTH attention matmuls,
+# QK^T and AV, are counted at 2 * n_ctx * d_model FLOPs per token each ----------------------------------
+
+
+def _matmul_weights(config):
+    # Kaplan's non-embedding N for d_attn = d_model (QKV, project, feed-forward; no biases), plus the
+    # de-embedding (the untied LM head): the parameters that enter a matmul, 2 FLOPs each per token
+    d, layers = config.d_model, config.n_layers
+    non_embedding = 2 * d * layers * (2 * d + config.d_ff)
+    return non_embedding + d * config.vocab_size
+
+
+def _attention_per_token(config, n_ctx):
+    # per layer, per token: QK^T logits 2 * n_ctx * d_model, then the softmax-weighted sum of values as much
+    return config.n_layers * 2 * (2 * n_ctx * config.d_model)
+
+
+@alternative("forward_flops", "Kaplan-style per-token table (QKV 2*n_layer*D*3D, project 2*n_layer*D^2, "
+                              "feed-forward 2*n_layer*2*D*d_ff, QK^T and AV 2*n_layer*n_ctx*D each, de-embed "
+                              "2*D*V), summed and times the B*L tokens")
+def kaplan_per_token_table(config, batch, seq_len):
+    d, layers, n_ctx = config.d_model, config.n_layers, seq_len
+    per_token = {
+        "attention: QKV": 2 * layers * d * 3 * d,
+        "attention: QK logits": 2 * layers * n_ctx * d,
+        "attention: weighted values": 2 * layers * n_ctx * d,
+        "attention: project": 2 * layers * d * d,
+        "feedforward": 2 * layers * 2 * d * config.d_ff,
+        "de-embed": 2 * d * config.vocab_size,
+    }
+    return batch * seq_len * sum(per_token.values())
+
+
+@alternative("forward_flops", "the cookbook's rule C_forward = 2 * N * tokens, with N the matmul weights (Kaplan's "
+                              "non-embedding 2*D*n_layer*(2D + d_ff), plus the LM head) and the attention "
+                              "correction 4 * n_layer * n_ctx * D per token")
+def cookbook_2n_per_token(config, batch, seq_len):
+    tokens = batch * seq_len
+    return 2 * _matmul_weights(config) * tokens + _attention_per_token(config, seq_len) * tokens
+
+
+@alternative("training_step_flops", "the cookbook's C = 6 * N * tokens (forward 2N, backward 4N: dX and dW) plus "
+                                    "three times the attention correction, from the configuration alone")
+def cookbook_6n(config, batch, seq_len):
+    tokens = batch * seq_len
+    return 6 * _matmul_weights(config) * tokens + 3 * _attention_per_token(config, seq_len) * tokens
+
+
+@alternative("decode_step_flops", "2N per new token (the cached past costs no projection) plus the attention "
+                                  "correction for n_ctx = context_len + 1 keys, times the batch")
+def cookbook_decode_2n(config, batch, context_len):
+    return batch * (2 * _matmul_weights(config) + _attention_per_token(config, context_len + 1))
+
+
+@alternative("parameter_count", "Kaplan's non-embedding N = 2*D*n_layer*(2D + d_ff) plus what it leaves out: "
+                                "biases (4D + d_ff + D per layer), LayerNorms (4D per layer + 2D), token and "
+                                "position embeddings, the untied LM head")
+def kaplan_non_embedding_plus_rest(config):
+    d, layers, f = config.d_model, config.n_layers, config.d_ff
+    non_embedding = 2 * d * layers * (2 * d + f)
+    biases = layers * (4 * d + f + d)
+    layer_norms = layers * 2 * (2 * d) + 2 * d
+    embeddings = (config.vocab_size + config.max_len) * d
+    lm_head = d * config.vocab_size
+    return non_embedding + biases + layer_norms + embeddings + lm_head

@@ -612,3 +612,355 @@ def trailing_forward(model, prompt_ids, max_new_tokens, use_cache=True, temperat
             ids = torch.cat([ids, token[:, None]], dim=1)
             logits = model(token[:, None], cache=cache)[:, -1] if use_cache else model(ids)[:, -1]
     return ids.to(prompt_ids.device)
+
+
+# --- alternatives in the styles of well-known projects: their structure, written here from the task ----------
+
+
+def _upcast(t):
+    # the softmax of the styles below runs in at least float32 (their upcast of half precision), never lower
+    return torch.promote_types(t.dtype, torch.float32)
+
+
+class _StaticLayerCache(torch.nn.Module):
+    """One layer's preallocated keys and values as registered buffers (B, H, max_len, Dh), written with
+    index_copy_ at the positions given as a tensor; update returns the whole buffers."""
+
+    def __init__(self, batch_size, n_heads, max_len, d_head, dtype, device):
+        super().__init__()
+        shape = (batch_size, n_heads, max_len, d_head)
+        self.register_buffer("k_cache", torch.zeros(shape, dtype=dtype, device=device))
+        self.register_buffer("v_cache", torch.zeros(shape, dtype=dtype, device=device))
+
+    def update(self, input_pos, k_val, v_val):
+        self.k_cache.index_copy_(2, input_pos, k_val)
+        self.v_cache.index_copy_(2, input_pos, v_val)
+        return self.k_cache, self.v_cache
+
+
+def _nucleus(probs, top_p):
+    # the task's top-p: most probable first, keep up to and including the first whose cumulative sum reaches top_p
+    sorted_probs, order = torch.sort(probs, dim=-1, descending=True)
+    keep_sorted = sorted_probs.cumsum(dim=-1) - sorted_probs < top_p
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+    probs = probs.masked_fill(~keep, 0.0)
+    return probs / probs.sum(dim=-1, keepdim=True)
+
+
+class _TemperatureLogitsWarper:
+    def __init__(self, temperature):
+        if not temperature > 0:
+            raise ValueError(f"`temperature` has to be a strictly positive float, but is {temperature}")
+        self.temperature = temperature
+
+    def __call__(self, scores):
+        return scores / self.temperature
+
+
+class _TopKLogitsWarper:
+    def __init__(self, top_k, filter_value=float("-inf"), min_tokens_to_keep=1):
+        if not isinstance(top_k, int) or top_k <= 0:
+            raise ValueError(f"`top_k` has to be a strictly positive integer, but is {top_k}")
+        self.top_k, self.filter_value = max(top_k, min_tokens_to_keep), filter_value
+
+    def __call__(self, scores):
+        top_k = min(self.top_k, scores.size(-1))
+        indices_to_remove = scores < torch.topk(scores, top_k)[0][..., -1, None]
+        return scores.masked_fill(indices_to_remove, self.filter_value)
+
+
+class _TopPLogitsWarper:
+    def __init__(self, top_p, filter_value=float("-inf"), min_tokens_to_keep=1):
+        top_p = float(top_p)
+        if not 0 < top_p <= 1:
+            raise ValueError(f"`top_p` has to be a float > 0 and <= 1, but is {top_p}")
+        self.top_p, self.filter_value, self.min_tokens_to_keep = top_p, filter_value, min_tokens_to_keep
+
+    def __call__(self, scores):
+        sorted_logits, sorted_indices = torch.sort(scores, descending=False)
+        cumulative_probs = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
+        # drop the least probable tokens while their total stays within 1 - top_p: what is left is the
+        # most probable tokens up to and including the first whose cumulative probability reaches top_p
+        sorted_indices_to_remove = cumulative_probs <= (1 - self.top_p)
+        sorted_indices_to_remove[..., -self.min_tokens_to_keep:] = False
+        indices_to_remove = sorted_indices_to_remove.scatter(-1, sorted_indices, sorted_indices_to_remove)
+        return scores.masked_fill(indices_to_remove, self.filter_value)
+
+
+@alternative("KVCache", "Hugging Face's Cache API: per-layer lists key_cache/value_cache (keys/values are the same "
+                        "lists), update(key_states, value_states, layer_idx) returns the layer's keys and values so "
+                        "far, get_seq_length(), cache[layer] -> (keys, values); preallocated, since the task forbids "
+                        "a DynamicCache's torch.cat growth")
+class hf_cache_update:
+    def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
+        self.max_cache_len = max_len
+        self._seen_tokens = 0
+        self.key_cache, self.value_cache = [], []
+        for _ in range(n_layers):
+            self.key_cache.append(torch.zeros(batch_size, n_heads, max_len, d_head, dtype=dtype, device=device))
+            self.value_cache.append(torch.zeros(batch_size, n_heads, max_len, d_head, dtype=dtype, device=device))
+
+    keys = property(lambda self: self.key_cache)
+    values = property(lambda self: self.value_cache)
+    max_len = property(lambda self: self.max_cache_len)
+
+    @property
+    def length(self):
+        return self._seen_tokens
+
+    @length.setter
+    def length(self, value):
+        self._seen_tokens = value
+
+    def __len__(self):
+        return len(self.key_cache)
+
+    def __getitem__(self, layer_idx):
+        end = self._seen_tokens
+        return self.key_cache[layer_idx][:, :, :end], self.value_cache[layer_idx][:, :, :end]
+
+    def get_seq_length(self, layer_idx=0):
+        return self._seen_tokens
+
+    def _room_for(self, new):
+        if self._seen_tokens + new > self.max_cache_len:
+            raise ValueError(f"the cache holds {self._seen_tokens} tokens and cannot take {new} more: "
+                             f"max_cache_len={self.max_cache_len}")
+
+    def update(self, key_states, value_states, layer_idx, cache_kwargs=None):
+        new = key_states.shape[-2]
+        self._room_for(new)
+        start, end = self._seen_tokens, self._seen_tokens + new
+        self.key_cache[layer_idx][:, :, start:end] = key_states
+        self.value_cache[layer_idx][:, :, start:end] = value_states
+        return self.key_cache[layer_idx][:, :, :end], self.value_cache[layer_idx][:, :, :end]
+
+    def append(self, layer, k, v):
+        return self.update(k, v, layer)
+
+    def advance(self, n):
+        self._room_for(n)
+        self._seen_tokens += n
+
+
+@alternative("KVCache", "llama's reference layout: cache_k/cache_v per layer of shape (B, max_len, H, Dh), sequence "
+                        "before heads, written with [:bsz, start_pos:start_pos + seqlen] = xk (xk as (B, L, H, Dh)); "
+                        "keys/values are transposed views; a smaller batch than allocated may be appended")
+class llama_seq_first_cache:
+    def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
+        self.max_batch_size, self.max_seq_len = batch_size, max_len
+        self.cache_k = [torch.zeros((batch_size, max_len, n_heads, d_head), dtype=dtype, device=device)
+                        for _ in range(n_layers)]
+        self.cache_v = [torch.zeros((batch_size, max_len, n_heads, d_head), dtype=dtype, device=device)
+                        for _ in range(n_layers)]
+        self.keys = [cache.transpose(1, 2) for cache in self.cache_k]
+        self.values = [cache.transpose(1, 2) for cache in self.cache_v]
+        self.max_len = max_len
+        self.length = 0
+
+    def append(self, layer, k, v):
+        bsz, seqlen, start_pos = k.shape[0], k.shape[2], self.length
+        if start_pos + seqlen > self.max_seq_len:
+            raise ValueError(f"start_pos {start_pos} + seqlen {seqlen} exceeds max_seq_len {self.max_seq_len}")
+        xk, xv = k.transpose(1, 2), v.transpose(1, 2)                    # (bsz, seqlen, H, Dh)
+        self.cache_k[layer][:bsz, start_pos:start_pos + seqlen] = xk
+        self.cache_v[layer][:bsz, start_pos:start_pos + seqlen] = xv
+        keys = self.cache_k[layer][:bsz, :start_pos + seqlen]
+        values = self.cache_v[layer][:bsz, :start_pos + seqlen]
+        return keys.transpose(1, 2), values.transpose(1, 2)
+
+    def advance(self, n):
+        if self.length + n > self.max_seq_len:
+            raise ValueError(f"start_pos {self.length} + {n} exceeds max_seq_len {self.max_seq_len}")
+        self.length += n
+
+
+@alternative("KVCache", "gpt-fast's static cache: an nn.ModuleList of per-layer modules holding k_cache/v_cache "
+                        "buffers (B, H, max_len, Dh); update(input_pos, k, v) index_copy_s at a tensor of positions "
+                        "and returns the whole buffers, append narrows them to the stored positions")
+class gpt_fast_index_copy:
+    def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
+        self.layers = torch.nn.ModuleList(
+            [_StaticLayerCache(batch_size, n_heads, max_len, d_head, dtype, device) for _ in range(n_layers)])
+        self.max_len = max_len
+        self.length = 0
+
+    @property
+    def keys(self):
+        return [layer.k_cache for layer in self.layers]
+
+    @property
+    def values(self):
+        return [layer.v_cache for layer in self.layers]
+
+    def _check(self, new):
+        if self.length + new > self.max_len:
+            raise ValueError(f"{self.length} positions stored, {new} new: more than max_len={self.max_len}")
+
+    def append(self, layer, k, v):
+        new = k.shape[2]
+        self._check(new)
+        input_pos = torch.arange(self.length, self.length + new, device=self.layers[layer].k_cache.device)
+        k_out, v_out = self.layers[layer].update(input_pos, k, v)
+        return k_out[:, :, :self.length + new], v_out[:, :, :self.length + new]
+
+    def advance(self, n):
+        self._check(n)
+        self.length += n
+
+
+@alternative("cached_attention", "llama's attention: q/k/v viewed (bsz, seqlen, H, Dh), the mask for seqlen > 1 "
+                                 "an additive triu(-inf) block hstacked after zeros for the start_pos cached keys, "
+                                 "torch.matmul scores, softmax upcast then type_as(xq)")
+def llama_hstack_mask(attn, x, cache, layer):
+    bsz, seqlen, dim = x.shape
+    n_heads = attn.n_heads
+    head_dim = dim // n_heads
+    start_pos = cache.length
+    xq = attn.q_proj(x).view(bsz, seqlen, n_heads, head_dim)
+    xk = attn.k_proj(x).view(bsz, seqlen, n_heads, head_dim)
+    xv = attn.v_proj(x).view(bsz, seqlen, n_heads, head_dim)
+    keys, values = cache.append(layer, xk.transpose(1, 2), xv.transpose(1, 2))
+    mask = None
+    if seqlen > 1:
+        mask = torch.full((seqlen, seqlen), float("-inf"), device=x.device).triu(1)
+        mask = torch.hstack([torch.zeros((seqlen, start_pos), device=x.device), mask]).type_as(xq)
+    xq = xq.transpose(1, 2)                                                   # (bsz, H, seqlen, Dh)
+    scores = torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(head_dim)
+    if mask is not None:
+        scores = scores + mask                                                # (seqlen, start_pos + seqlen)
+    scores = F.softmax(scores.to(_upcast(scores)), dim=-1).type_as(xq)
+    output = torch.matmul(scores, values)
+    output = output.transpose(1, 2).contiguous().view(bsz, seqlen, -1)
+    return attn.o_proj(output)
+
+
+@alternative("cached_attention", "Hugging Face's eager attention: hidden_shape views, cache update, scores scaled by "
+                                 "head_dim ** -0.5, an additive mask of finfo.min above the cache positions (always "
+                                 "added), softmax in float32 at least, attn_weights kept")
+def hf_eager_attention(attn, x, cache, layer):
+    bsz, q_len, _ = x.size()
+    head_dim = attn.q_proj.out_features // attn.n_heads
+    hidden_shape = (bsz, q_len, -1, head_dim)
+    query_states = attn.q_proj(x).view(hidden_shape).transpose(1, 2)
+    key_states = attn.k_proj(x).view(hidden_shape).transpose(1, 2)
+    value_states = attn.v_proj(x).view(hidden_shape).transpose(1, 2)
+    cache_position = torch.arange(cache.length, cache.length + q_len, device=x.device)
+    key_states, value_states = cache.append(layer, key_states, value_states)
+    target_length = key_states.shape[-2]
+    min_dtype = torch.finfo(query_states.dtype).min
+    causal_mask = torch.full((q_len, target_length), min_dtype, dtype=query_states.dtype, device=x.device)
+    causal_mask = causal_mask * (torch.arange(target_length, device=x.device) > cache_position.reshape(-1, 1))
+    attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) * head_dim ** -0.5
+    attn_weights = attn_weights + causal_mask[None, None]
+    attn_weights = F.softmax(attn_weights, dim=-1, dtype=_upcast(attn_weights)).to(query_states.dtype)
+    attn_output = torch.matmul(attn_weights, value_states)
+    attn_output = attn_output.transpose(1, 2).contiguous().reshape(bsz, q_len, -1)
+    attn.last_attn_weights = attn_weights
+    return attn.o_proj(attn_output)
+
+
+@alternative("next_token_probs", "Hugging Face's logits warpers: a list of temperature, top-k and top-p processors, "
+                                 "each mapping scores to scores (-inf filter value); top-p sorts the logits ascending "
+                                 "and removes tokens whose cumulative probability is <= 1 - top_p, keeping the "
+                                 "largest; one softmax at the end renormalises")
+def hf_logits_warpers(logits, temperature=1.0, top_k=None, top_p=None):
+    warpers = [_TemperatureLogitsWarper(temperature)]
+    if top_k is not None:
+        warpers.append(_TopKLogitsWarper(top_k))
+    if top_p is not None:
+        warpers.append(_TopPLogitsWarper(top_p))
+    scores = logits
+    for warper in warpers:
+        scores = warper(scores)
+    return F.softmax(scores, dim=-1)
+
+
+@alternative("sample_next_token", "nanoGPT's sampling: logits / temperature, then v, _ = torch.topk(...) and "
+                                  "logits[logits < v[:, [-1]]] = -inf in place, F.softmax, top-p on those "
+                                  "probabilities, torch.multinomial(probs, num_samples=1) over the full vocabulary")
+def nanogpt_topk_sampling(logits, temperature=0.0, top_k=None, top_p=None, generator=None):
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"top_k must be >= 1, got {top_k}")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ValueError(f"top_p must lie in (0, 1], got {top_p}")
+    if temperature == 0:
+        return torch.argmax(logits, dim=-1)
+    logits = logits / temperature                       # a new tensor: the caller's logits are not touched
+    if top_k is not None:
+        v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
+        logits[logits < v[:, [-1]]] = -float("Inf")
+    probs = F.softmax(logits, dim=-1)
+    if top_p is not None:
+        probs = _nucleus(probs, top_p)
+    idx_next = torch.multinomial(probs, num_samples=1, generator=generator)
+    return idx_next[:, 0]
+
+
+@alternative("generate", "nanoGPT's generate loop: for each new token run the model, logits[:, -1, :], sample, "
+                         "idx = torch.cat((idx, idx_next), dim=1); with the cache the model sees the whole prompt "
+                         "first and idx[:, -1:] afterwards")
+def nanogpt_generate(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None, top_p=None,
+                     generator=None):
+    block_size = model.max_len
+    if prompt_ids.size(1) + max_new_tokens > block_size:
+        raise ValueError(f"cannot generate {max_new_tokens} tokens after {prompt_ids.size(1)}: "
+                         f"block size is only {block_size}")
+    idx = prompt_ids.to(next(model.parameters()).device)
+    with torch.no_grad():
+        cache = model.make_cache(idx.size(0), max_len=idx.size(1) + max_new_tokens) if use_cache else None
+        for _ in range(max_new_tokens):
+            if use_cache:
+                idx_cond = idx if cache.length == 0 else idx[:, -1:]
+                logits = model(idx_cond, cache=cache)
+            else:
+                logits = model(idx)
+            logits = logits[:, -1, :]
+            idx_next = sample_next_token(logits, temperature, top_k, top_p=top_p, generator=generator)[:, None]
+            idx = torch.cat((idx, idx_next), dim=1)
+    return idx.to(prompt_ids.device)
+
+
+@alternative("generate", "gpt-fast's structure: seq = torch.empty(B, T + new) holding the prompt, prefill() gives "
+                         "the first token, decode_n_tokens() collects the others in a list (cloned), "
+                         "seq[:, T + 1:] = torch.cat(new_tokens)")
+def gpt_fast_prefill_decode(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
+                            top_p=None, generator=None):
+    B, T = prompt_ids.shape
+    T_new = T + max_new_tokens
+    if T_new > model.max_len:
+        raise ValueError(f"T + max_new_tokens = {T_new} > max_seq_length {model.max_len}")
+    device = model.tok_emb.weight.device
+    seq = torch.empty(B, T_new, dtype=torch.long, device=device)
+    seq[:, :T] = prompt_ids.to(device)
+    if max_new_tokens == 0:
+        return seq.to(prompt_ids.device)
+
+    def sample(logits):
+        return sample_next_token(logits[:, -1], temperature, top_k, top_p=top_p, generator=generator)
+
+    with torch.no_grad():
+        cache = model.make_cache(B, max_len=T_new) if use_cache else None
+
+        def prefill(x):
+            return sample(model(x, cache=cache) if use_cache else model(x))
+
+        def decode_n_tokens(cur_token, num_new_tokens):
+            new_tokens = []
+            for _ in range(num_new_tokens):
+                if use_cache:
+                    logits = model(cur_token, cache=cache)
+                else:
+                    logits = model(torch.cat([seq[:, :T + 1], *new_tokens], dim=1))
+                next_token = sample(logits)[:, None]
+                new_tokens.append(next_token.clone())
+                cur_token = next_token
+            return new_tokens
+
+        seq[:, T] = prefill(seq[:, :T])
+        generated = decode_n_tokens(seq[:, T:T + 1], max_new_tokens - 1)
+        if generated:
+            seq[:, T + 1:] = torch.cat(generated, dim=-1)
+    return seq.to(prompt_ids.device)
