@@ -456,3 +456,66 @@ def hf_float32_softmax_loop(q, k, v):
         weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
         rows.append(torch.matmul(weights, v))
     return torch.stack(rows)
+
+
+@alternative("scaled_dot_product_attention", "Annotated Transformer style: d_k = query.size(-1), scores masked "
+                                             "with masked_fill(mask == 0, -1e9), scores.softmax(dim=-1); a fully "
+                                             "blocked row (uniform under -1e9) zeroed afterwards")
+def annotated_attention(query, key, value, mask=None):
+    d_k = query.size(-1)
+    scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(d_k)
+    if mask is not None:
+        scores = torch.where(mask == 0, torch.tensor(-1e9, dtype=scores.dtype, device=scores.device), scores)
+    p_attn = scores.softmax(dim=-1)
+    if mask is not None:
+        # -1e9 gives a row whose every key is blocked uniform weights; the task wants zeros there
+        p_attn = p_attn * mask.any(dim=-1, keepdim=True)
+    return torch.matmul(p_attn, value), p_attn
+
+
+@alternative("SelfAttention", "Annotated Transformer style: the projections held in an nn.ModuleList `linears` "
+                              "(query, key, value order) and applied with zip; q_proj, k_proj, v_proj index it")
+class annotated_linears(nn.Module):
+    def __init__(self, d_model, d_k, d_v=None):
+        super().__init__()
+        d_v = d_k if d_v is None else d_v
+        self.linears = nn.ModuleList([nn.Linear(d_model, d_k, bias=False), nn.Linear(d_model, d_k, bias=False),
+                                      nn.Linear(d_model, d_v, bias=False)])
+
+    q_proj = property(lambda self: self.linears[0])
+    k_proj = property(lambda self: self.linears[1])
+    v_proj = property(lambda self: self.linears[2])
+
+    def forward(self, x, context=None, mask=None):
+        memory = x if context is None else context
+        query, key, value = [linear(t) for linear, t in zip(self.linears, (x, memory, memory))]
+        return scaled_dot_product_attention(query, key, value, mask=mask)
+
+
+@alternative("sinusoidal_positional_encoding", "Annotated Transformer style: a zero table filled by slices, "
+                                               "pe[:, 0::2] = sin(position * div_term), pe[:, 1::2] = cos(...), "
+                                               "div_term = exp(arange(0, d, 2) * -(log(base) / d))")
+def annotated_pe_table(seq_len, d_model, base=10000.0):
+    if d_model % 2 != 0:
+        raise ValueError(f"d_model must be even to pair each sin column with a cos column, got {d_model}")
+    pe = torch.zeros(seq_len, d_model)
+    position = torch.arange(0, seq_len).unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d_model, 2) * -(math.log(base) / d_model))
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term)
+    return pe
+
+
+@alternative("scaled_dot_product_attention", "x-transformers style: q scaled by dim_head ** -0.5 first, einsum "
+                                             "'... i d, ... j d -> ... i j', blocked scores set to "
+                                             "-finfo(dtype).max, blocked rows zeroed after the softmax")
+def x_transformers_einsum(q, k, v, mask=None):
+    scale = q.shape[-1] ** -0.5
+    sim = torch.einsum("... i d, ... j d -> ... i j", q * scale, k)
+    if mask is not None:
+        mask_value = -torch.finfo(sim.dtype).max
+        sim = torch.where(mask, sim, torch.full((), mask_value, dtype=sim.dtype, device=sim.device))
+    attn = sim.softmax(dim=-1)
+    if mask is not None:
+        attn = torch.where(mask, attn, torch.zeros((), dtype=attn.dtype, device=attn.device))
+    return torch.einsum("... i j, ... j d -> ... i d", attn, v), attn

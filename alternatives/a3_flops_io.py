@@ -437,3 +437,99 @@ def kaplan_non_embedding_plus_rest(config):
     embeddings = (config.vocab_size + config.max_len) * d
     lm_head = d * config.vocab_size
     return non_embedding + biases + layer_norms + embeddings + lm_head
+
+
+# --- in the styles of three more projects that count a transformer's cost: nanoGPT's estimate_mfu (the PaLM
+# paper's 6N + 12*L*H*Q*T), the Chinchilla paper's per-sequence table (Hoffmann et al., appendix F) and the
+# inference arithmetic of KV-cache posts (bytes per token, 2 FLOPs per weight per token). Each keeps its
+# project's structure and is made exact for this course's model and FlopCounterMode's convention ----------
+
+
+def _nanogpt_num_params(config):
+    # nanoGPT's get_num_params: every parameter of the model, less what is never multiplied as a matrix
+    # (here: both embedding tables, which are look-ups, and the 1-D biases and LayerNorm gains)
+    model, _ = _meta_model_and_ids(config, 1, 1)
+    n_params = sum(p.numel() for p in model.parameters())
+    n_params -= model.tok_emb.weight.numel() + model.pos_emb.weight.numel()
+    n_params -= sum(p.numel() for p in model.parameters() if p.dim() == 1)
+    return n_params
+
+
+@alternative("training_step_flops", "nanoGPT's estimate_mfu (PaLM appendix B): N from the model's own parameter "
+                                    "count less embeddings, biases and norms; flops_per_token = 6N + 12*L*H*Q*T, "
+                                    "flops_per_fwdbwd = flops_per_token * T, times the batch")
+def nanogpt_estimate_mfu(config, batch, seq_len):
+    N = _nanogpt_num_params(config)
+    L, H, Q, T = config.n_layers, config.n_heads, config.d_model // config.n_heads, seq_len
+    flops_per_token = 6 * N + 12 * L * H * Q * T
+    flops_per_fwdbwd = flops_per_token * T
+    return flops_per_fwdbwd * batch
+
+
+@alternative("forward_flops", "nanoGPT's estimate_mfu divided by three: 2N + 4*L*H*Q*T per token, N counted on "
+                              "the model (meta device) less embeddings, biases and norms")
+def nanogpt_forward_per_token(config, batch, seq_len):
+    N = _nanogpt_num_params(config)
+    L, H, Q, T = config.n_layers, config.n_heads, config.d_model // config.n_heads, seq_len
+    return (2 * N + 4 * L * H * Q * T) * T * batch
+
+
+def _chinchilla_forward_table(config, seq_len):
+    # Chinchilla's appendix F, per sequence, with key_size * num_heads kept apart from d_model as the
+    # paper writes it. Its "embeddings" row (2 * seq * vocab * d_model) and its softmax row
+    # (3 * heads * seq * seq) are left out: a look-up and an exp are not matmuls, and FlopCounterMode
+    # counts matmuls only.
+    d, heads, seq = config.d_model, config.n_heads, seq_len
+    key_size = d // heads
+    return {
+        "attention: QKV": 2 * 3 * seq * d * (key_size * heads),
+        "attention: QK logits": 2 * seq * seq * (key_size * heads),
+        "attention: softmax @ query reduction": 2 * seq * seq * (key_size * heads),
+        "attention: final linear": 2 * seq * (key_size * heads) * d,
+        "dense block": 2 * seq * (d * config.d_ff + d * config.d_ff),
+    }
+
+
+@alternative("forward_flops", "Chinchilla appendix F table per sequence (QKV, QK logits, softmax @ query "
+                              "reduction, final linear, dense block) times layers, plus final logits "
+                              "2*seq*d_model*vocab, times the batch")
+def chinchilla_table(config, batch, seq_len):
+    per_layer = sum(_chinchilla_forward_table(config, seq_len).values())
+    final_logits = 2 * seq_len * config.d_model * config.vocab_size
+    return batch * (config.n_layers * per_layer + final_logits)
+
+
+@alternative("attention_flops", "Chinchilla appendix F rows for one layer's attention, renamed to the task's "
+                                "keys, times the batch")
+def chinchilla_attention_rows(batch, seq_len, d_model, n_heads):
+    config = ModelConfig(vocab_size=1, d_model=d_model, n_heads=n_heads, n_layers=1, d_ff=0, max_len=seq_len)
+    rows = _chinchilla_forward_table(config, seq_len)
+    return {"qkv_proj": batch * rows["attention: QKV"],
+            "scores": batch * rows["attention: QK logits"],
+            "weighted_sum": batch * rows["attention: softmax @ query reduction"],
+            "out_proj": batch * rows["attention: final linear"]}
+
+
+@alternative("ffn_flops", "Chinchilla appendix F dense block: 2 * seq * (d_model*ffw_size + d_model*ffw_size), "
+                          "times the batch")
+def chinchilla_dense_block(batch, seq_len, d_model, d_ff):
+    return batch * 2 * seq_len * (d_model * d_ff + d_model * d_ff)
+
+
+@alternative("kv_cache_bytes", "inference-arithmetic style: bytes per token = 2 (K and V) * bytes * n_layers * "
+                               "n_heads * d_head, times the tokens held (batch * seq_len)")
+def kv_bytes_per_token(config, batch, seq_len, bytes_per_element=2):
+    d_head = config.d_model // config.n_heads
+    bytes_per_token = 2 * bytes_per_element * config.n_layers * config.n_heads * d_head
+    return bytes_per_token * batch * seq_len
+
+
+@alternative("decode_step_flops", "inference-arithmetic style: 2 FLOPs per matmul weight per new token (weights "
+                                  "summed from the configuration, layer by layer) plus, per layer, q.K^T and "
+                                  "weights.V over the context_len + 1 cached and new keys")
+def decode_two_flops_per_weight(config, batch, context_len):
+    d = config.d_model
+    weights_per_layer = 4 * d * d + 2 * d * config.d_ff             # wq, wk, wv, wo; w1, w2
+    weights = config.n_layers * weights_per_layer + d * config.vocab_size
+    attention_per_layer = 2 * 2 * d * (context_len + 1)              # q.K^T and weights.V, all heads
+    return batch * (2 * weights + config.n_layers * attention_per_layer)
