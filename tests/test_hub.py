@@ -12,7 +12,7 @@ folder per course that only the course's members can enter. Then, each step with
 out/hub/ (checked not blank) and its expected text checked in the page:
 
   1. the instructor logs in: their own Nbgrader menu has the Course List, not the Formgrader nor the
-     Assignments list; the course's Formgrader is the service;
+     Assignments list; the Course List links the course's Formgrader, the grader account's service;
   2. the instructor releases a1 from the service's Formgrader (nbgrader's exchange: the permissions
      it documents, the course's folder 0750 for its members); the seminar releases a2 beside it;
   3. student A logs in (Assignments only; no Formgrader, server side either), sees a1 of their course
@@ -23,8 +23,9 @@ out/hub/ (checked not blank) and its expected text checked in the page:
      visible tests, so Validate says "Success!", and only the hidden tests catch it);
   5. the instructor collects in the service's Formgrader;
   6. student B, in a terminal on the hub, is refused ("Permission denied") listing the exchange's
-     inbound folder and the seminar's folder, and reading student A's notebook, A's collected
-     submission, the course's source and the mutant catalogue (each shown to exist by its owner);
+     inbound folder, the seminar's folder, the TA's and student C's homes, and reading student A's
+     notebook, A's collected submission, the course's source and the mutant catalogue (each shown to
+     exist by its owner);
      the hub refuses B A's server and the course's Formgrader service;
   7. the TA logs in, opens a terminal in the course's service (as the grader account) and grades
      there with the sandboxed pipeline (`python -m grader autograde a1_self_attention course/submitted`,
@@ -250,7 +251,11 @@ def test_course_loop_on_jupyterhub(hub, browser):
     items = nbgrader_menu(instructor)
     assert "Course List" in items and not {"Formgrader", "Assignment List"} & set(items), items
     shot(instructor, "01_instructor_nbgrader_menu")
-    instructor.keyboard.press("Escape")
+    instructor.locator(".lm-Menu-itemLabel", has_text="Course List").click()
+    listed = instructor.locator("#formgrader_list a", has_text=COURSE_ID)    # nbgrader's Course List finds the service
+    listed.wait_for(timeout=60_000)
+    assert f"/services/{COURSE_ID}/" in (listed.get_attribute("href") or ""), listed.get_attribute("href")
+    shot(instructor, "01_instructor_course_list")
 
     # 2. release a1 to the exchange from the course's Formgrader; the other course releases a2 beside it
     formgrader(instructor, hub)
@@ -349,7 +354,9 @@ def test_course_loop_on_jupyterhub(hub, browser):
                f"{deploy.home(STUDENT_A)}/{AID}/{AID}.ipynb": STUDENT_A,                # A's work
                f"{course}/course/submitted/{STUDENT_A}/{AID}/{AID}.ipynb": GRADER,      # A's collected submission
                f"{course}/solutions/{AID}/{AID}.ipynb": GRADER,                         # the course's source
-               f"{course}/mutants/{AID}.py": GRADER}
+               f"{course}/mutants/{AID}.py": GRADER,
+               f"{deploy.home(TA)}": TA,                                                # a grader's home
+               f"{deploy.home(OTHER_STUDENT)}": OTHER_STUDENT}                          # the other course's student
     for target, owner in targets.items():
         assert hub.as_user(owner, ["test", "-e", target]).returncode == 0, f"{target} does not exist"
     terminal = open_terminal(student_b, f"{hub.url}/user/{STUDENT_B}")
