@@ -96,6 +96,9 @@ class RunningHub:
             raise RuntimeError(f"users.sh failed:\n{made.stdout}\n{made.stderr}")
 
     def remove_accounts(self):
+        if self.created_users:   # the test's own exchange: nothing left owned by an account that is gone
+            for course in deploy.courses():
+                subprocess.run([*self.prefix, "rm", "-rf", "--", str(self.exchange / course)], capture_output=True)
         for user in self.created_users:
             subprocess.run([*self.prefix, "userdel", "--remove", user], capture_output=True)
         for group in self.created_groups:
