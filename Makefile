@@ -70,7 +70,7 @@ release: install       ## regenerate assignments/ from solutions/
 # the course on a local JupyterHub (deploy/jupyterhub/README.md): needs `sudo deploy/jupyterhub/install.sh`
 # once; runs in the foreground, prints the URL and the logins (HUB_ARGS="--port 8080 --reset" ...)
 .PHONY: hub
-hub:                   ## JupyterHub on 127.0.0.1:8000 with an instructor and two students (root or sudo)
+hub:                   ## JupyterHub on 127.0.0.1:8000 with two courses, their graders and students (root or sudo)
 	$(if $(filter 0,$(shell id -u)),,sudo) $(PYTHON) deploy/jupyterhub/hub.py $(HUB_ARGS)
 
 gpu-report:            ## on a CUDA machine: every notebook, the decode benchmark, the gate on the GPU -> out/gpu/report.md (exit 3 without CUDA)

@@ -320,7 +320,9 @@ def build_parser():
     p.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S,
                    help=f"seconds per cell (default {CELL_TIMEOUT_S})")
     p.add_argument("--total-timeout", type=int, default=None, help="seconds per notebook")
-    p.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: core count)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="submissions graded at once (default: the CPUs this process may use, a container's "
+                        "CPU quota included)")
     p.add_argument("--unsandboxed", action="store_true", help="run kernels without bubblewrap (trusted only)")
     p.add_argument("--kernels", default="warm", choices=["warm", "cold"],
                    help="warm (default): each student's kernel is a fresh fork of a server that imported torch "

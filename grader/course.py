@@ -17,10 +17,25 @@ from . import compat
 # what makes a folder a course: its nbgrader configuration and its source notebooks
 COURSE_MARKERS = ("nbgrader_config.py", "solutions")
 PACKAGE_REPO = Path(__file__).resolve().parent.parent   # the checkout this package lives in
-COURSE_ID = "attention-course"
+DEFAULT_COURSE_ID = "attention-course"
+COURSE_ID_VARIABLE = "GRADER_COURSE_ID"   # one course id per course on a shared hub (deploy/jupyterhub/)
 CELL_TIMEOUT_S = 60                       # nbgrader/nbclient per-cell timeout
 KERNEL_NAME = "python3"
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError(\"replace this line with your code\")"
+
+
+def course_id(environ=None):
+    """The course's nbgrader id: $GRADER_COURSE_ID when set, else "attention-course". It names the
+    course's folder in nbgrader's exchange, so two courses on one hub need two ids; the hub sets it
+    in every server it starts (deploy/jupyterhub/users.txt), and nbgrader_config.py, the students'
+    nbgrader configuration and `python -m grader` all read it from here."""
+    value = (os.environ if environ is None else environ).get(COURSE_ID_VARIABLE, "").strip()
+    if not value:
+        return DEFAULT_COURSE_ID
+    if "/" in value or value.startswith(".") or any(ch.isspace() for ch in value):
+        raise ValueError(f"{COURSE_ID_VARIABLE}={value!r} is not a course id: it names a folder of nbgrader's "
+                         "exchange, so no '/', no spaces and no leading '.' (e.g. attention-course-2026)")
+    return value
 
 
 class CourseNotFound(RuntimeError):
@@ -39,7 +54,7 @@ class Course:
     autograded/, feedback/, the class roster, outcomes and reports."""
     root: Path
     grading_dir: Path | None = None
-    course_id: str = COURSE_ID
+    course_id: str = dataclasses.field(default_factory=course_id)
 
     def __post_init__(self):
         object.__setattr__(self, "root", Path(self.root).resolve())

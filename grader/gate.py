@@ -12,7 +12,6 @@ With `device="cuda"`, (a), (d) and (e) run with tensors created on that device b
 """
 import io
 import multiprocessing
-import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -107,7 +106,8 @@ def _runs(course, assignment_id, source, jobs, device, desc, progress):
             yield [run_in_process(source, replacements, rng_seed=seed, device=device) for seed in seeds or (None,)]
             bar.update()
     else:
-        workers = max(1, min(12, (os.cpu_count() or 2) - 1))
+        from .cpus import available_cpus
+        workers = max(1, min(12, available_cpus() - 1))
         pool = multiprocessing.get_context("spawn").Pool(workers, maxtasksperchild=1)
         try:
             pending = [pool.apply_async(_isolated_runs, (course, assignment_id, replacements, seeds, device))

@@ -3,7 +3,6 @@
 the stages)."""
 import dataclasses
 import enum
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +41,7 @@ class Options:
     kernels: Kernels = Kernels.WARM
     engine: Engine = Engine.THREADS
     scheduler: str | None = None         # a Dask scheduler's address (engine dask)
-    workers: int | None = None           # submissions graded at once (default: the core count)
+    workers: int | None = None           # submissions graded at once (default: grader/cpus.py, the usable CPUs)
     cell_timeout: int = CELL_TIMEOUT_S   # seconds per cell
     total_timeout: int | None = None     # seconds per notebook (default: see stages/execute.py)
     lms: str = "auto"                    # how the download names its files (grader/lms.py)
@@ -75,8 +74,10 @@ class Options:
 
     @property
     def parallel(self):
-        """How many submissions are graded at once."""
-        return max(1, self.workers or os.cpu_count() or 1)
+        """How many submissions are graded at once: --workers, else the CPUs this process may use (its
+        cgroup's quota in a container, not the host's core count: grader/cpus.py)."""
+        from .cpus import available_cpus
+        return max(1, self.workers or available_cpus())
 
 
 @dataclass

@@ -3,10 +3,11 @@ code). Run as root after deploy/jupyterhub/install.sh:
 
     python3 deploy/jupyterhub/hub.py [--port 8000] [--reset]
 
-It prepares nbgrader's exchange (the shared folder, with the permissions nbgrader documents), puts
-a copy of this repository in the instructor's home (~instructor/attention-course: solutions/,
-assignments/, the grader; course/ is where grading happens), writes one random password per
-account, starts JupyterHub, prints the URL and the logins, and runs until Ctrl-C.
+It prepares nbgrader's exchange (the shared folder, one folder per course that only the course's
+members can enter), puts a copy of this repository in each course's grader account
+(~grader-<course>/<course>: solutions/, assignments/, the grader; course/ is where grading
+happens), writes one random password per account, starts JupyterHub with each course's Formgrader
+as a service (/services/<course>/), prints the URL and the logins, and runs until Ctrl-C.
 
     python3 deploy/jupyterhub/hub.py as USER [--cwd DIR] -- COMMAND ...
 
@@ -14,6 +15,7 @@ runs COMMAND as a hub user, as their terminal on the hub would (the test uses it
 standard library: any python3 can run this file; JupyterHub itself runs from the hub environment.
 """
 import argparse
+import grp
 import json
 import os
 import pwd
@@ -30,35 +32,76 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 DEFAULT_ENV = Path(os.environ.get("COURSE_HUB_ENV", "/opt/attention-course/venv"))
 DEFAULT_EXCHANGE = Path("/srv/nbgrader/exchange")
-COURSE_ID = "attention-course"            # grader/course.py COURSE_ID
-COURSE_FOLDER = "attention-course"        # the instructor's checkout: ~instructor/attention-course
 MARKER = "attention-course hub"           # users.sh puts it in the accounts' comment field
+ROLES = ("grader", "instructor", "ta", "student")
 
 
 class HubNotReady(RuntimeError):
     """Something install.sh provides is missing (the message says what and how to get it)."""
 
 
+def accounts():
+    """{login: (role, course id)} from users.txt, in file order."""
+    found = {}
+    for number, line in enumerate((HERE / "users.txt").read_text().splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = line.split()
+        if len(fields) != 3 or fields[1] not in ROLES:
+            raise ValueError(f"users.txt line {number}: expected 'login role course', the role one of "
+                             f"{', '.join(ROLES)}; got {line.strip()!r}")
+        found[fields[0]] = (fields[1], fields[2])
+    return found
+
+
 def users():
     """{login: role} from users.txt, in file order."""
-    lines = (HERE / "users.txt").read_text().splitlines()
-    return dict(line.split() for line in lines if line.strip() and not line.lstrip().startswith("#"))
+    return {login: role for login, (role, _) in accounts().items()}
+
+
+def courses():
+    """The course ids of users.txt, in file order."""
+    return list(dict.fromkeys(course for _, course in accounts().values()))
+
+
+def course_of(user):
+    return accounts()[user][1]
+
+
+def members(course, *roles):
+    """The logins of a course with one of these roles (all roles when none is named)."""
+    return [login for login, (role, of) in accounts().items() if of == course and (not roles or role in roles)]
+
+
+def grader_account(course):
+    """The course's shared grader account: it owns the course and runs its Formgrader service."""
+    found = members(course, "grader")
+    if len(found) != 1:
+        raise ValueError(f"users.txt: course {course!r} needs exactly one account with the role grader, "
+                         f"found {found or 'none'}")
+    return found[0]
+
+
+def course_group(course):
+    """The system group of a course's members: the only ones who may enter its exchange folder."""
+    return f"nbgrader-{course}"
 
 
 def instructor():
     return next(name for name, role in users().items() if role == "instructor")
 
 
-def students():
-    return [name for name, role in users().items() if role == "student"]
+def students(course=None):
+    return [name for name, (role, of) in accounts().items() if role == "student" and course in (None, of)]
 
 
 def home(user):
     return Path(pwd.getpwnam(user).pw_dir)
 
 
-def missing_parts(hub_env=DEFAULT_ENV, need_root=True):
-    """What stops the hub from starting here, each with the command that fixes it ([] = ready)."""
+def missing_parts(hub_env=DEFAULT_ENV, need_root=True, check_accounts=True):
+    """What stops the hub from starting here, each with the command that fixes it ([] = ready);
+    check_accounts=False leaves out the accounts and groups (users.sh makes them)."""
     fix = "run: sudo deploy/jupyterhub/install.sh"
     problems = []
     if need_root and os.geteuid() != 0:
@@ -67,7 +110,12 @@ def missing_parts(hub_env=DEFAULT_ENV, need_root=True):
         problems.append(f"no JupyterHub in the hub environment {hub_env} ({fix})")
     if shutil.which("configurable-http-proxy") is None:
         problems.append(f"configurable-http-proxy is not on PATH ({fix})")
-    for user in users():
+    for course in courses() if check_accounts else []:
+        try:
+            grp.getgrnam(course_group(course))
+        except KeyError:
+            problems.append(f"no system group {course_group(course)!r} ({fix})")
+    for user in users() if check_accounts else []:
         try:
             entry = pwd.getpwnam(user)
         except KeyError:
@@ -83,6 +131,8 @@ def as_user_argv(user, argv, env=None, hub_env=DEFAULT_ENV):
     and `env`: what the user's own terminal on the hub would have."""
     base = {"HOME": str(home(user)), "USER": user, "LOGNAME": user, "LANG": "C.UTF-8",
             "PATH": f"{hub_env / 'bin'}:/usr/local/bin:/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
+    if user in accounts():       # the course id the hub gives that user's server
+        base["GRADER_COURSE_ID"] = course_of(user)
     return ["runuser", "-u", user, "--", "env", "-i", *(f"{k}={v}" for k, v in {**base, **(env or {})}.items()),
             *map(str, argv)]
 
@@ -99,9 +149,10 @@ def run_as(user, argv, cwd=None, env=None, hub_env=DEFAULT_ENV, timeout=600, che
 
 def prepare_exchange(root, reset=False):
     """nbgrader's exchange: the root world-writable with the sticky bit (anyone creates, nobody
-    removes another's files), the course's folder made and owned by the instructor up front (so no
-    student can claim the course id first); nbgrader itself makes inbound/ (2733: students write,
-    nobody lists), outbound/ (755) and feedback/ (711) when the instructor releases."""
+    removes another's files); each course's folder made up front, owned by the course's grader
+    account (so no student can claim the course id first), group the course's members, mode 0750:
+    a student of another course cannot even list it. nbgrader itself makes inbound/ (2733: students
+    write, nobody lists), outbound/ (755) and feedback/ (711) inside when the course releases."""
     root = Path(root)
     if reset and root.exists():
         shutil.rmtree(root)
@@ -112,12 +163,24 @@ def prepare_exchange(root, reset=False):
             raise HubNotReady(f"{parent} is not traversable by other users (mode {oct(mode & 0o777)}): "
                               "put the exchange somewhere every hub user can reach")
     os.chmod(root, 0o1777)
-    course = root / COURSE_ID
-    course.mkdir(exist_ok=True)
-    entry = pwd.getpwnam(instructor())
-    os.chown(course, entry.pw_uid, entry.pw_gid)
-    os.chmod(course, 0o755)
+    for course in courses():
+        folder = root / course
+        folder.mkdir(exist_ok=True)
+        os.chown(folder, pwd.getpwnam(grader_account(course)).pw_uid, grp.getgrnam(course_group(course)).gr_gid)
+        os.chmod(folder, 0o750)
     return root
+
+
+def install_students_config(hub_env=DEFAULT_ENV):
+    """The hub environment's nbgrader configuration (install.sh step 3), brought up to this folder's
+    nbgrader_config_students.py when it differs (a hub installed from an older checkout)."""
+    target = Path(hub_env) / "etc" / "jupyter" / "nbgrader_config.py"
+    wanted = (HERE / "nbgrader_config_students.py").read_bytes()
+    if not target.exists() or target.read_bytes() != wanted:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(wanted)
+        os.chmod(target, 0o644)
+    return target
 
 
 def _course_files(repo):
@@ -133,11 +196,16 @@ def _course_files(repo):
                 if p.is_file() and not skip & set(p.relative_to(repo).parts)]
 
 
-def install_course(repo=REPO, reset=False):
-    """Copy the repository into ~instructor/attention-course (kept if it is there, unless reset),
-    owned by the instructor, private to them (their home is 0700)."""
-    user = instructor()
-    target = home(user) / COURSE_FOLDER
+def course_folder(course):
+    """Where a course lives on the hub: ~grader-<course>/<course>."""
+    return home(grader_account(course)) / course
+
+
+def install_course(course, repo=REPO, reset=False):
+    """Copy the repository into the course's grader account, ~grader-<course>/<course> (kept if it is
+    there, unless reset), owned by that account, private to it (its home is 0700)."""
+    user = grader_account(course)
+    target = course_folder(course)
     if target.exists() and not reset:
         return target
     if target.exists():
@@ -170,7 +238,8 @@ def passwords(state, fixed=None):
     hub keeps the same logins; fixed={user: password} replaces them (the test's own)."""
     path = Path(state) / "passwords.json"
     current = json.loads(path.read_text()) if path.exists() else {}
-    wanted = {user: (fixed or {}).get(user) or current.get(user) or secrets.token_urlsafe(9) for user in users()}
+    people = [user for user, role in users().items() if role != "grader"]   # nobody logs in as a grader account
+    wanted = {user: (fixed or {}).get(user) or current.get(user) or secrets.token_urlsafe(9) for user in people}
     if wanted != current:
         path.write_text(json.dumps(wanted, indent=1))
     os.chmod(path, 0o600)
@@ -181,11 +250,12 @@ class Hub:
     """JupyterHub (and its proxy) as a child process group on 127.0.0.1."""
 
     def __init__(self, state, port=8000, exchange=DEFAULT_EXCHANGE, hub_env=DEFAULT_ENV, log_path=None,
-                 api_port=None, proxy_api_port=None):
+                 api_port=None, proxy_api_port=None, service_port=None):
         self.state = Path(state)
         self.port, self.exchange, self.hub_env = port, Path(exchange), Path(hub_env)
         self.api_port = api_port or port + 1
         self.proxy_api_port = proxy_api_port or port + 2
+        self.service_port = service_port or port + 3    # the courses' services: this one and the next ones
         self.log_path = Path(log_path) if log_path else self.state / "jupyterhub.log"
         self.url = f"http://127.0.0.1:{port}"
         self.proc = None
@@ -196,6 +266,7 @@ class Hub:
         env.update(COURSE_HUB_STATE=str(self.state), COURSE_HUB_ENV=str(self.hub_env),
                    COURSE_HUB_EXCHANGE=str(self.exchange), COURSE_HUB_PORT=str(self.port),
                    COURSE_HUB_API_PORT=str(self.api_port), COURSE_HUB_PROXY_API_PORT=str(self.proxy_api_port),
+                   COURSE_HUB_SERVICE_PORT=str(self.service_port),
                    PATH=f"{self.hub_env / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}")
         return env
 
@@ -227,16 +298,19 @@ class Hub:
         raise RuntimeError(f"JupyterHub did not answer on {self.url} within {timeout} s; its log "
                            f"({self.log_path}):\n{self.log_path.read_text()[-4000:]}")
 
-    def stop(self):
-        """SIGTERM: JupyterHub stops the users' servers and its proxy (cleanup_servers), then exits;
-        whatever is left of its process group is killed."""
+    def stop(self, timeout=90):
+        """SIGTERM: JupyterHub stops the courses' services, the users' servers and its proxy
+        (cleanup_servers), then exits (each service takes up to 15 s: JupyterHub sends SIGINT, waits
+        10 s, then SIGTERM); whatever is left of its process group, and of the servers it started
+        (each in a session of its own), is killed."""
         if self.proc is None:
             return
+        started = _descendants(self.proc.pid)
         try:
             if self.proc.poll() is None:
                 self.proc.send_signal(signal.SIGTERM)
                 try:
-                    self.proc.wait(timeout=30)
+                    self.proc.wait(timeout=timeout)
                 except subprocess.TimeoutExpired:
                     pass
         finally:
@@ -244,9 +318,32 @@ class Hub:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            for pid in started:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             self.proc.wait()
             self.log.close()
             self.proc = None
+
+
+def _descendants(pid):
+    """The pids below pid (its children, theirs, ...), read from /proc."""
+    children = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo += children.get(child, [])
+    return found
 
 
 def main_as(argv):
@@ -269,8 +366,8 @@ def main(argv=None):
     if argv[:1] == ["as"]:
         return main_as(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--port", type=int, default=8000, help="public port on 127.0.0.1 (the hub's API "
-                        "and the proxy's API use the next two)")
+    parser.add_argument("--port", type=int, default=8000, help="public port on 127.0.0.1 (the hub's API, "
+                        "the proxy's API and the courses' services use the next ones)")
     parser.add_argument("--state", default=str(HERE / "state"), help="JupyterHub's database, cookie secret, "
                         "passwords and log (default deploy/jupyterhub/state/)")
     parser.add_argument("--exchange", default=str(DEFAULT_EXCHANGE), help="nbgrader's exchange root")
@@ -286,18 +383,24 @@ def main(argv=None):
         print("make hub: the hub is not installed here:\n  - " + "\n  - ".join(problems), file=sys.stderr)
         return 2
     Path(args.state).mkdir(parents=True, exist_ok=True)
+    install_students_config(hub.hub_env)
     prepare_exchange(args.exchange, reset=args.reset)
-    course = install_course(reset=args.reset)
+    folders = {course: install_course(course, reset=args.reset) for course in courses()}
     if args.reset:
         reset_students()
     logins = passwords(args.state, json.loads(Path(args.passwords_file).read_text()) if args.passwords_file else None)
     hub.start()
-    print(f"JupyterHub for {COURSE_ID} is up at {hub.url}/ (started in {hub.startup_s:.1f} s; "
+    print(f"JupyterHub for {', '.join(courses())} is up at {hub.url}/ (started in {hub.startup_s:.1f} s; "
           f"log: {hub.log_path})", flush=True)
     for user, password in logins.items():
-        print(f"  {users()[user]:10s}  login {user:12s}  password {password}")
-    print(f"The instructor's course is {course} (grade there: python -m grader autograde ...); "
-          f"the exchange is {args.exchange}. Ctrl-C stops the hub and every user's server.", flush=True)
+        role, course = accounts()[user]
+        if role != "grader":
+            print(f"  {role:10s}  {course:20s}  login {user:12s}  password {password}")
+    for course, folder in folders.items():
+        graders = ", ".join(members(course, "instructor", "ta")) or "nobody"
+        print(f"  course {course}: {folder} (grade there: python -m grader autograde ...), its Formgrader "
+              f"{hub.url}/services/{course}/formgrader for {graders}")
+    print(f"The exchange is {args.exchange}. Ctrl-C stops the hub and every user's server.", flush=True)
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
     try:

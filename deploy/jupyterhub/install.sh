@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Everything the course hub needs on this machine, idempotent (needs root, as on the CI machines):
 #   1. Node.js and npm (Debian's apt) and configurable-http-proxy (npm, pinned);
-#   2. the hub's environment (like TLJH's /opt/tljh/user): a venv made from a Python 3.11 every hub
-#      user can run (COURSE_HUB_PYTHON, else Debian's python3.11; the repository's .venv may rest on
-#      an interpreter under /root), with the course's
+#   2. the hub's environment (like TLJH's /opt/tljh/user): a venv made from a Python 3.11 or newer
+#      that every hub user can run (find_python.sh: COURSE_HUB_PYTHON, else python3.11 ... python3 on
+#      PATH; the repository's .venv may rest on an interpreter under /root), with the course's
 #      requirements.txt and deploy/jupyterhub/requirements.txt, -c constraints.txt (torch 2.13.0);
 #      JupyterHub runs from it too, and so do the students' and the instructor's servers;
 #   3. configuration for every user of that environment: nbgrader's course id and exchange
@@ -11,7 +11,7 @@
 #      students' set of nbgrader extensions (the instructor's are switched on per user by users.sh);
 #   4. the users (users.sh).
 # Usage: sudo deploy/jupyterhub/install.sh   (env: COURSE_HUB_ENV=/opt/attention-course/venv,
-#                                            COURSE_HUB_PYTHON=/path/to/python3.11)
+#                                            COURSE_HUB_PYTHON=/path/to/python3.X)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -34,26 +34,23 @@ fi
 command -v configurable-http-proxy >/dev/null || {
     echo "install.sh: configurable-http-proxy is not on PATH after npm install -g (npm prefix: $(npm config get prefix))" >&2; exit 1; }
 
-# 2. the hub's environment, reinstalled only when a requirements file changes
-runs_for_everyone() {   # $1 is a Python 3.11 with venv that an unprivileged user can run
-    [ -n "$1" ] && [ -x "$1" ] || return 1
-    (cd / && runuser -u nobody -- "$1" -c 'import sys, ensurepip, venv; assert sys.version_info[:2] == (3, 11)') \
-        >/dev/null 2>&1
-}
+# 2. the hub's environment, reinstalled only when a requirements file changes. Its Python:
+# find_python.sh's choice (3.11 or newer, with venv, runnable by every user); where there is none,
+# Debian's python3.11 + python3.11-venv, or the venv module of the system's own python3 when that is
+# 3.11 or newer (Ubuntu 24.04: python3.12-venv).
 if [ ! -x "$HUB_ENV/bin/python" ]; then
-    hub_python=""
-    for candidate in "${COURSE_HUB_PYTHON:-}" /usr/bin/python3.11 "$(command -v python3.11 || true)"; do
-        if runs_for_everyone "$candidate"; then hub_python="$candidate"; break; fi
-    done
-    if [ -z "$hub_python" ] && command -v apt-get >/dev/null && apt-cache show python3.11-venv >/dev/null 2>&1; then
-        apt_install python3.11 python3.11-venv
-        if runs_for_everyone /usr/bin/python3.11; then hub_python=/usr/bin/python3.11; fi
+    if ! hub_python="$(bash "$here/find_python.sh" 2>/dev/null)"; then
+        if [ -z "${COURSE_HUB_PYTHON:-}" ] && command -v apt-get >/dev/null; then
+            system_version="$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)"
+            if apt-cache show python3.11-venv >/dev/null 2>&1; then
+                apt_install python3.11 python3.11-venv
+            elif [ -n "$system_version" ] && apt-cache show "python$system_version-venv" >/dev/null 2>&1; then
+                apt_install "python$system_version-venv"
+            fi
+        fi
+        hub_python="$(bash "$here/find_python.sh")" || exit 1
     fi
-    if [ -z "$hub_python" ]; then
-        echo "install.sh: no Python 3.11 (with venv) that every hub user can run; set COURSE_HUB_PYTHON to" \
-             "one outside any private home (not under /root): e.g. Debian's python3.11 + python3.11-venv" >&2
-        exit 1
-    fi
+    echo "install.sh: making the hub environment $HUB_ENV from $hub_python"
     "$hub_python" -m venv "$HUB_ENV"
 fi
 stamp="$HUB_ENV/.installed-$(cat "$repo/requirements.txt" "$here/requirements.txt" "$repo/constraints.txt" | sha256sum | cut -c1-16)"
@@ -74,9 +71,9 @@ PY
     touch "$stamp"
 fi
 chmod -R a+rX "$HUB_ENV"
-runs_for_everyone "$HUB_ENV/bin/python" || {
-    echo "install.sh: $HUB_ENV/bin/python cannot be run by other users (its base Python under a private home?);" \
-         "remove $HUB_ENV and set COURSE_HUB_PYTHON" >&2; exit 1; }
+COURSE_HUB_PYTHON="$HUB_ENV/bin/python" bash "$here/find_python.sh" >/dev/null || {
+    echo "install.sh: remove $HUB_ENV and run this again (set COURSE_HUB_PYTHON to a Python every user can run)" >&2
+    exit 1; }
 
 # 3. configuration every user of the environment reads
 install -D -m 0644 "$here/nbgrader_config_students.py" "$HUB_ENV/etc/jupyter/nbgrader_config.py"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Local system users for the course hub (deploy/jupyterhub/users.txt): an instructor and students,
-# each with a private home (0700). nbgrader's extensions per role: the hub environment's defaults
-# (install.sh) are the students' view -- Assignments and Validate, the Formgrader, Course List and
-# Create Assignment switched off -- so any new student account needs nothing; the instructor's own
-# configuration switches the instructor's tools on and the Assignments list off (nbgrader's
+# Local system users for the course hub (deploy/jupyterhub/users.txt): per course a grader account
+# (owns the course, runs its Formgrader service), instructors, TAs and students, each with a private
+# home (0700), and the group nbgrader-<course> of the course's members. nbgrader's extensions per
+# role: the hub environment's defaults (install.sh) are the students' view -- Assignments and
+# Validate, the Formgrader, Course List and Create Assignment switched off -- so any new student
+# account needs nothing; a grader account's configuration switches the Formgrader on, an
+# instructor's and a TA's the Course List, and both the Assignments list off (nbgrader's
 # documented per-user mechanism: `jupyter labextension enable|disable --level=user` run as that
 # user, and the server extensions in the user's ~/.jupyter/jupyter_server_config.json).
 # This tidies each role's menus; it is not the security boundary (a user controls their own
@@ -57,8 +59,14 @@ as_user() {   # run a command as $1 with its own HOME, from a directory it can e
         USER="$user" PATH="$HUB_ENV/bin:/usr/bin:/bin" "$@")
 }
 
-grep -v '^\s*#' "$here/users.txt" | while read -r user role; do
+# each course's members' system group (hub.py gives it the course's exchange folder, mode 0750)
+grep -v '^\s*#' "$here/users.txt" | awk 'NF {print $3}' | sort -u | while read -r course; do
+    getent group "nbgrader-$course" >/dev/null || { groupadd "nbgrader-$course"; echo "users.sh: created group nbgrader-$course"; }
+done
+
+grep -v '^\s*#' "$here/users.txt" | while read -r user role course; do
     [ -n "$user" ] || continue
+    [ -n "$course" ] || { echo "users.sh: users.txt names no course for $user (login role course)" >&2; exit 1; }
     if id "$user" >/dev/null 2>&1; then
         comment="$(getent passwd "$user" | cut -d: -f5)"
         case "$comment" in
@@ -69,22 +77,32 @@ grep -v '^\s*#' "$here/users.txt" | while read -r user role; do
         esac
     else
         useradd --create-home --shell /bin/bash --comment "$MARKER ($role)" "$user"
-        echo "users.sh: created $user ($role)"
+        echo "users.sh: created $user ($role of $course)"
     fi
+    usermod -a -G "nbgrader-$course" "$user"
     home="$(getent passwd "$user" | cut -d: -f6)"
-    chmod 0700 "$home"    # nobody else reads a student's work or the instructor's course
+    chmod 0700 "$home"    # nobody else reads a student's work or the course's solutions and gradebook
     case "$role" in
         student) ;;     # the environment's defaults are the student's view (install.sh)
-        instructor)
+        grader)         # the course's shared account: its Formgrader service (jupyterhub_config.py)
             lab_extensions "$user" enable @jupyter/nbgrader:formgrader @jupyter/nbgrader:course-list \
                 @jupyter/nbgrader:create-assignment
             lab_extensions "$user" disable @jupyter/nbgrader:assignment-list
             server_extensions "$user" nbgrader.server_extensions.formgrader=true \
                 nbgrader.server_extensions.course_list=true nbgrader.server_extensions.assignment_list=false
-            # formgrader and `nbgrader` read the course from ~/.jupyter/nbgrader_config.py
-            install -D -m 0644 -o "$user" -g "$user" "$here/nbgrader_config_instructor.py" \
+            # the Formgrader and `nbgrader` read the course from ~/.jupyter/nbgrader_config.py
+            install -D -m 0644 -o "$user" -g "$user" "$here/nbgrader_config_grader.py" \
                 "$home/.jupyter/nbgrader_config.py"
             ;;
-        *) echo "users.sh: unknown role '$role' for $user (instructor or student)" >&2; exit 1 ;;
+        instructor|ta)  # they grade in the course's service; their own server lists it (Course List)
+            previous="$home/.jupyter/nbgrader_config.py"    # a course of their own, from an older layout
+            if [ -f "$previous" ] && grep -q "installed by users.sh" "$previous"; then rm -f "$previous"; fi
+            lab_extensions "$user" enable @jupyter/nbgrader:course-list
+            lab_extensions "$user" disable @jupyter/nbgrader:assignment-list @jupyter/nbgrader:formgrader \
+                @jupyter/nbgrader:create-assignment
+            server_extensions "$user" nbgrader.server_extensions.formgrader=false \
+                nbgrader.server_extensions.course_list=true nbgrader.server_extensions.assignment_list=false
+            ;;
+        *) echo "users.sh: unknown role '$role' for $user (grader, instructor, ta or student)" >&2; exit 1 ;;
     esac
 done

@@ -42,7 +42,7 @@ def what_is_missing():
     missing = browser.what_is_missing()
     if privilege_prefix() is None:
         missing.append("neither root nor passwordless sudo (the hub starts each user's server as that user)")
-    missing += deploy.missing_parts(need_root=False)
+    missing += deploy.missing_parts(need_root=False, check_accounts=False)   # RunningHub makes them
     return missing
 
 
@@ -71,15 +71,42 @@ class RunningHub:
         self.tmp = Path(tmp)
         self.log_path = Path(log_path)
         self.prefix = privilege_prefix()
-        self.port = free_ports()
+        self.port = free_ports(3 + len(deploy.courses()))   # hub, its API, the proxy's API, one per course
         self.url = f"http://127.0.0.1:{self.port}"
         self.passwords = {user: secrets.token_urlsafe(12) for user in deploy.users()}
         self.exchange = TEST_EXCHANGE
         self.proc = None
         self.lines = []
         self.startup_s = None
+        self.created_users, self.created_groups = [], []
+
+    def make_accounts(self):
+        """users.sh for the accounts and groups of users.txt (install.sh runs it too, so on CI they are
+        there); what it had to create here is removed again by stop(), so the machine is left as found."""
+        def exists(database, name):
+            return subprocess.run(["getent", database, name], capture_output=True).returncode == 0
+        wanted_users = list(deploy.users())
+        wanted_groups = [deploy.course_group(course) for course in deploy.courses()]
+        self.created_users = [user for user in wanted_users if not exists("passwd", user)]
+        self.created_groups = [group for group in wanted_groups if not exists("group", group)]
+        made = subprocess.run([*self.prefix, "bash", str(DEPLOY / "users.sh"), str(deploy.DEFAULT_ENV)],
+                              capture_output=True, text=True, timeout=600)
+        if made.returncode != 0:
+            self.remove_accounts()
+            raise RuntimeError(f"users.sh failed:\n{made.stdout}\n{made.stderr}")
+
+    def remove_accounts(self):
+        if self.created_users:   # the test's own exchange: nothing left owned by an account that is gone
+            for course in deploy.courses():
+                subprocess.run([*self.prefix, "rm", "-rf", "--", str(self.exchange / course)], capture_output=True)
+        for user in self.created_users:
+            subprocess.run([*self.prefix, "userdel", "--remove", user], capture_output=True)
+        for group in self.created_groups:
+            subprocess.run([*self.prefix, "groupdel", group], capture_output=True)
+        self.created_users, self.created_groups = [], []
 
     def start(self, timeout=120):
+        self.make_accounts()
         password_file = self.tmp / "passwords.json"
         password_file.write_text(json.dumps(self.passwords))
         os.chmod(password_file, 0o600)
@@ -110,16 +137,20 @@ class RunningHub:
         return self
 
     def stop(self):
-        """SIGTERM to hub.py (through sudo when not root): JupyterHub stops every user's server
-        and the proxy; whatever is left after 60 s is killed."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        subprocess.run([*self.prefix, "kill", "-TERM", str(self.proc.pid)], capture_output=True)
+        """SIGTERM to hub.py (through sudo when not root): JupyterHub stops every user's server, the
+        services and the proxy; whatever is left after 150 s is killed. Then the accounts the test made
+        are removed."""
         try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            subprocess.run([*self.prefix, "kill", "-KILL", f"-{self.proc.pid}"], capture_output=True)
-            self.proc.wait(timeout=10)
+            if self.proc is None or self.proc.poll() is not None:
+                return
+            subprocess.run([*self.prefix, "kill", "-TERM", str(self.proc.pid)], capture_output=True)
+            try:
+                self.proc.wait(timeout=150)
+            except subprocess.TimeoutExpired:
+                subprocess.run([*self.prefix, "kill", "-KILL", f"-{self.proc.pid}"], capture_output=True)
+                self.proc.wait(timeout=10)
+        finally:
+            self.remove_accounts()
 
     def as_user(self, user, command, cwd=None, env=None, input=None, timeout=600):
         """Run command as a hub user (hub.py as): the user's HOME, the hub environment, the hub's
