@@ -4,8 +4,9 @@ Lectures stand alone (they open in Colab as one file and cannot import the grade
 reuses another's code carries a copy, in a cell whose metadata names the original:
 `"course": {"copied_from": "<lecture stem>"}`. Every class and function such a cell defines must be
 defined, character for character, in that lecture; a change made to one copy and not the other fails
-here. Lecture 9 trains and samples lecture 8's decoder and KV cache this way, and lecture 6 carries the
-attention, block and training code of lecture 5.
+here. Lecture 9 trains and samples lecture 8's decoder and KV cache this way, lecture 6 carries the
+attention, block and training code of lecture 5, and the encoder lecture builds the capstone's corpus (the
+standard library's docstrings, character tokens) with the capstone's own code.
 
 And lecture 8's decoder is the course's model: loaded with the weights of assignment 2's
 `DecoderOnlyLM` (grader/provided/model.py, what a3 and a4 receive as a provided cell), it computes the
@@ -24,6 +25,7 @@ import torch.nn.functional as F
 REPO = Path(__file__).resolve().parent.parent
 LECTURES = {p.stem: p for p in sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb"))}
 CAPSTONE = "09_a_model_that_writes_text"
+ENCODERS = "11_encoders"
 
 
 def _cells(stem):
@@ -35,6 +37,13 @@ def _definitions(source):
     tree = ast.parse(source)
     return {node.name: ast.get_source_segment(source, node) for node in tree.body
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _assignments(source):
+    """{name: source text} of the top-level assignments to one name in `source`."""
+    tree = ast.parse(source)
+    return {node.targets[0].id: ast.get_source_segment(source, node) for node in tree.body
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)}
 
 
 def _lecture_definitions(stem):
@@ -65,6 +74,22 @@ def test_the_capstone_carries_lecture_8s_model_and_cache():
              for name in _definitions(source)}
     assert {"PreallocKVCache", "CausalSelfAttention", "Block", "TinyDecoder"} <= names, \
         f"{CAPSTONE} should carry lecture 8's decoder and cache in a cell marked copied_from; it marks {sorted(names)}"
+
+
+def test_the_encoder_lecture_builds_the_capstones_corpus():
+    assert ENCODERS in LECTURES, f"lectures/{ENCODERS}.ipynb is missing"
+    names = {name for stem, _, original, source in COPIED if stem == ENCODERS and original == CAPSTONE
+             for name in _definitions(source)}
+    assert {"docstrings", "encode", "decode"} <= names, \
+        f"{ENCODERS} should build its corpus with {CAPSTONE}'s code, in cells marked copied_from; it marks {sorted(names)}"
+    ours, theirs = {}, {}                   # the corpus is fixed by two constants too: the modules and the vocabulary
+    for source in (source for stem, _, original, source in COPIED if stem == ENCODERS and original == CAPSTONE):
+        ours.update(_assignments(source))
+    for cell in _cells(CAPSTONE):
+        if cell.cell_type == "code":
+            theirs.update(_assignments(cell.source))
+    for name in ("MODULES", "VOCAB"):
+        assert name in ours and ours[name] == theirs.get(name), f"{ENCODERS}'s {name} differs from {CAPSTONE}'s"
 
 
 @pytest.mark.parametrize("stem, index, original, source", COPIED,
