@@ -1,4 +1,4 @@
-"""Lecture 13's conversions are exact: the functions and classes its cells define (read from the
+"""Lecture 9's conversions are exact: the functions and classes its cells define (read from the
 notebook as stored, as test_lecture_copies.py reads the lectures) load a `transformers` GPT-2 and Llama,
 built with random weights from small configurations, into the course's decoder, and the converted model
 gives the same logits (1e-5) and, with the course's KV cache, the same greedy tokens as `transformers`'
@@ -26,7 +26,7 @@ import torch.nn.functional as F
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parent.parent
-LECTURE = REPO / "lectures" / "13_gpt2_and_llama.ipynb"
+LECTURE = REPO / "lectures" / "09_gpt2_and_llama.ipynb"
 
 
 def _lecture_namespace():
