@@ -233,6 +233,13 @@ class mha_uses_builtin_sdpa(_MHA):
         return self.o_proj(merge_heads(out))
 
 
+@mutant("MultiHeadAttention", "returns (out, weights) as a1's SelfAttention did, instead of one tensor",
+        fails=("test_mha_shapes_and_errors",))
+class mha_returns_a_pair(_MHA):
+    def forward(self, query, key=None, value=None, mask=None):
+        return _mha_forward(self, query, key, value, mask), self.last_attn_weights
+
+
 # --- FeedForward ----------------------------------------------------------------------------
 
 
@@ -301,6 +308,19 @@ class block_mask_dropped(_Block):
             x = x + self.attn(self.norm1(x))
             return x + self.ff(self.norm2(x))
         x = self.norm1(x + self.attn(x))
+        return self.norm2(x + self.ff(x))
+
+
+@mutant("TransformerBlock", "unpacks attention's output as a1's (out, weights) pair: with a batch of two, sequence 0 "
+        "is added to every sequence", fails=("test_block_pre_norm", "test_block_post_norm"))
+class block_unpacks_attention(_Block):
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            attended, _ = self.attn(self.norm1(x), mask=mask)
+            x = x + attended
+            return x + self.ff(self.norm2(x))
+        attended, _ = self.attn(x, mask=mask)
+        x = self.norm1(x + attended)
         return self.norm2(x + self.ff(x))
 
 

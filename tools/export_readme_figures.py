@@ -24,7 +24,7 @@ FIGURES = {
     "positional_encoding": ("03_positional_encodings.ipynb", "pe_img = sinusoidal_pe(128, 128)", 0,
                             "the sinusoidal positional-encoding matrix (128 positions x 128 "
                             "dimensions)"),
-    "roofline": ("07_flop_io_accounting.ipynb", "Roofline of this device", 0,
+    "roofline": ("07_flop_io_accounting.ipynb", "measured matmuls on this device", 0,
                  "roofline of the development CPU with measured matmuls and a GPT-2-small "
                  "layer's operations"),
     "kv_cache_flops": ("08_kv_cache_decoding.ipynb", "FLOPs for one new token", 0,

@@ -61,7 +61,7 @@ class TransformerBlock(nn.Module):
         super().__init__()
         self.norm_first = norm_first
         self.attn = MultiHeadAttention(d_model, n_heads)
-        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.ff = FeedForward(d_model, d_ff, dropout=dropout)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(dropout)
@@ -81,7 +81,7 @@ class DecoderOnlyLM(nn.Module):
         self.tok_emb = nn.Embedding(vocab_size, d_model)
         self.pos_emb = nn.Embedding(max_len, d_model)
         self.blocks = nn.ModuleList(
-            [TransformerBlock(d_model, n_heads, d_ff, dropout, norm_first=True) for _ in range(n_layers)])
+            [TransformerBlock(d_model, n_heads, d_ff, dropout=dropout, norm_first=True) for _ in range(n_layers)])
         self.norm_f = nn.LayerNorm(d_model)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
 
