@@ -157,7 +157,8 @@ def sliding_fixed_chunks(q, k, v, window, n_global=0):
     for s in range(0, length, 16):
         e = min(s + 16, length)
         first = max(0, s - window + 1)
-        index = torch.cat([torch.arange(min(n_global, first), device=q.device), torch.arange(first, e, device=q.device)])
+        index = torch.cat([torch.arange(min(n_global, first), device=q.device),
+                           torch.arange(first, e, device=q.device)])
         keys, values = k.index_select(-2, index), v.index_select(-2, index)
         i = torch.arange(s, e, device=q.device)[:, None]
         allowed = (index[None, :] <= i) & ((i - index[None, :] < window) | (index[None, :] < n_global))
@@ -190,7 +191,8 @@ def linear_by_recurrence(q, k, v, causal=True, eps=1e-6):
     if not causal:
         S = torch.einsum("...jd,...je->...de", phi_k, v)
         z = phi_k.sum(-2)
-        return torch.einsum("...id,...de->...ie", phi_q, S) / (torch.einsum("...id,...d->...i", phi_q, z)[..., None] + eps)
+        denominator = torch.einsum("...id,...d->...i", phi_q, z)[..., None] + eps
+        return torch.einsum("...id,...de->...ie", phi_q, S) / denominator
     outputs, S, z = [], None, None
     for t in range(q.shape[-2]):
         update = torch.einsum("...d,...e->...de", phi_k[..., t, :], v[..., t, :])
@@ -201,8 +203,8 @@ def linear_by_recurrence(q, k, v, causal=True, eps=1e-6):
     return torch.stack(outputs, dim=-2)
 
 
-@alternative("linear_attention_step", "state as a dict-free pair built with einsum; zeros from torch.zeros_like "
-                                      "of an outer product; output by einsum")
+@alternative("linear_attention_step", "no zeros at the start: the first state is the first outer product "
+                                      "(einsum), every later one a new sum")
 def step_einsum(q_t, k_t, v_t, state=None):
     phi_q, phi_k = F.elu(q_t) + 1, F.elu(k_t) + 1
     update = torch.einsum("...d,...e->...de", phi_k, v_t)
