@@ -239,3 +239,109 @@ def gqa_einsum_groups(q, k, v, mask=None):
     weights = torch.softmax(scores, dim=-1)
     weights = torch.where(torch.isnan(weights), torch.zeros_like(weights), weights)
     return torch.einsum("bgrqk,bgke->bgrqe", weights, v).reshape(batch, heads, len_q, v.shape[-1])
+
+
+# --- more, in the styles of the papers and of libraries ---------------------------------------
+
+
+@alternative("flash_attention", "FlashAttention-1's update: the output is kept normalised after every tile, "
+                                "O = (l e^(m - m') O + e^(S - m') V) / l'")
+def flash_normalised_output(q, k, v, causal=False, block_size=64):
+    if block_size < 1:
+        raise ValueError("block_size must be >= 1")
+    len_q, len_k = q.shape[-2], k.shape[-2]
+    shift = len_k - len_q
+    out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype, device=q.device)
+    for q0 in range(0, len_q, block_size):
+        q1 = min(q0 + block_size, len_q)
+        o = out[..., q0:q1, :].clone()
+        m = torch.full_like(o[..., :1], float("-inf"))
+        ell = torch.zeros_like(o[..., :1])                # the paper's l
+        for k0 in range(0, len_k, block_size):
+            k1 = min(k0 + block_size, len_k)
+            s = q[..., q0:q1, :] @ k[..., k0:k1, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if causal:
+                s = s.masked_fill(torch.arange(k0, k1, device=q.device)[None, :]
+                                  > torch.arange(q0, q1, device=q.device)[:, None] + shift, float("-inf"))
+            m_tile = s.amax(-1, keepdim=True)
+            m_new = torch.maximum(m, m_tile)
+            ref = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))
+            p = torch.exp(s - ref)
+            l_new = torch.exp(m - ref) * ell + p.sum(-1, keepdim=True)
+            safe_l = torch.where(l_new > 0, l_new, torch.ones_like(l_new))
+            o = (torch.exp(m - ref) * ell * o + p @ v[..., k0:k1, :]) / safe_l
+            m, ell = m_new, l_new
+        out[..., q0:q1, :] = o
+    return out
+
+
+@alternative("sliding_window_mask", "one comparison of the offset matrix i - j, in int64, against [0, window) "
+                                    "and of the key index against n_global")
+def mask_from_offsets(seq_len, window, n_global=0, device=None):
+    if window < 1 or n_global < 0:
+        raise ValueError(f"need window >= 1 and n_global >= 0, got {window} and {n_global}")
+    positions = torch.arange(seq_len, dtype=torch.int64, device=device)
+    offset = positions[:, None] - positions[None, :]
+    return (offset >= 0) & ((offset < window) | (positions[None, :] < n_global))
+
+
+@alternative("sliding_window_attention", "Mistral's rolling view, one query at a time: its window of keys and the "
+                                         "global keys before it, a softmax over at most window + n_global scores")
+def sliding_per_query(q, k, v, window, n_global=0):
+    outputs = []
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    for i in range(q.shape[-2]):
+        first = max(0, i - window + 1)
+        keys = torch.cat([k[..., :min(n_global, first), :], k[..., first:i + 1, :]], dim=-2)
+        values = torch.cat([v[..., :min(n_global, first), :], v[..., first:i + 1, :]], dim=-2)
+        weights = torch.softmax((q[..., i:i + 1, :] @ keys.transpose(-2, -1)) * scale, dim=-1)
+        outputs.append(weights @ values)
+    return torch.cat(outputs, dim=-2)
+
+
+@alternative("linear_attention", "chunked, as linear-attention kernels compute it: inside a chunk of 4 the "
+                                 "masked quadratic form, across chunks the state (S, z) carried from the last one")
+def linear_chunked(q, k, v, causal=True, eps=1e-6):
+    phi_q, phi_k = F.elu(q) + 1, F.elu(k) + 1
+    if not causal:
+        S = phi_k.transpose(-2, -1) @ v
+        return (phi_q @ S) / (phi_q @ phi_k.sum(-2).unsqueeze(-1) + eps)
+    S = torch.zeros(*q.shape[:-2], q.shape[-1], v.shape[-1], dtype=q.dtype, device=q.device)
+    z = torch.zeros(*q.shape[:-2], 1, q.shape[-1], dtype=q.dtype, device=q.device)
+    outputs = []
+    for c0 in range(0, q.shape[-2], 4):
+        c1 = min(c0 + 4, q.shape[-2])
+        fq, fk, vc = phi_q[..., c0:c1, :], phi_k[..., c0:c1, :], v[..., c0:c1, :]
+        inside = torch.tril(fq @ fk.transpose(-2, -1))
+        numerator = fq @ S + inside @ vc
+        denominator = (fq * z).sum(-1, keepdim=True) + inside.sum(-1, keepdim=True) + eps
+        outputs.append(numerator / denominator)
+        S = S + fk.transpose(-2, -1) @ vc
+        z = z + fk.sum(-2, keepdim=True)
+    return torch.cat(outputs, dim=-2)
+
+
+@alternative("repeat_kv", "torch.repeat_interleave on the head axis")
+def repeat_kv_interleave(x, n_rep):
+    return torch.repeat_interleave(x, n_rep, dim=1)
+
+
+@alternative("grouped_query_attention", "a loop over the key/value heads: each group's n_rep query heads stacked "
+                                        "as one (n_rep * Lq, d) matrix against its own keys, outputs concatenated")
+def gqa_loop_over_groups(q, k, v, mask=None):
+    batch, heads, len_q, d = q.shape
+    kv_heads, len_k = k.shape[1], k.shape[2]
+    if heads % kv_heads != 0:
+        raise ValueError(f"{heads} query heads do not split into {kv_heads} groups")
+    n_rep = heads // kv_heads
+    keep = None if mask is None else torch.broadcast_to(mask, (batch, heads, len_q, len_k))
+    outputs = []
+    for g in range(kv_heads):
+        group = q[:, g * n_rep:(g + 1) * n_rep].reshape(batch, n_rep * len_q, d)
+        scores = group @ k[:, g].transpose(-2, -1) / math.sqrt(d)                    # (B, n_rep * Lq, Lk)
+        if keep is not None:
+            group_keep = keep[:, g * n_rep:(g + 1) * n_rep].reshape(batch, n_rep * len_q, len_k)
+            scores = scores.masked_fill(~group_keep, float("-inf"))
+        weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+        outputs.append((weights @ v[:, g]).reshape(batch, n_rep, len_q, v.shape[-1]))
+    return torch.cat(outputs, dim=1)
