@@ -16,6 +16,8 @@ DEMO_BUGS = {
     "a2_multihead_masking": ["padding_mask_inverted", "block_norm_first_ignored", "lm_no_length_check"],
     "a3_flops_io": ["lm_head_forgotten", "backward_equals_forward", "layer_norms_forgotten"],
     "a4_kv_cache": ["no_overflow_check", "first_position_logits", "whole_sequence_every_step"],
+    "a5_attention_at_scale": ["normaliser_not_rescaled", "query_strips_only", "global_sees_future",
+                              "state_not_carried"],
 }
 
 

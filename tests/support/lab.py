@@ -4,7 +4,7 @@ Layout of the temporary course root (the server's root_dir and cwd):
 
     <tmp>/nbgrader_config.py      the repo's course config (grader.course.Course.nbgrader_config)
                                   with source = the repo's solutions/, and release/, course
-                                  state and gradebook inside <tmp>, so formgrader lists a1..a4
+                                  state and gradebook inside <tmp>, so formgrader lists a1..a5
                                   and writes nothing into the repo
     <tmp>/student/a1_self_attention.ipynb   a copy of the a1 release notebook (the student side)
 

@@ -1,0 +1,43 @@
+# Memory probe (provided, read-only): the largest tensor a function creates, recorded for every
+# operation PyTorch dispatches inside it, as torch.utils.flop_counter.FlopCounterMode records FLOPs.
+import torch
+
+
+def largest_new_tensor(function, *args, **kwargs):
+    """Run function(*args, **kwargs); return (its result, the number of elements of the largest
+    tensor that any operation inside it created). A result that shares memory with an operation's
+    input (a slice, .view, .expand, .transpose, an in-place update) is not new and does not count;
+    a copy (.contiguous(), .reshape of an expanded tensor, torch.cat, a matmul's output) does."""
+    try:   # private modules: present from torch 2.2 on (the course's minimum), but they may move
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils._pytree import tree_flatten
+    except ImportError as error:
+        raise ImportError(f"largest_new_tensor needs torch.utils._python_dispatch and torch.utils._pytree (torch >= 2.2); "
+                          f"this is torch {torch.__version__}: install a torch the course supports") from error
+
+    largest = [0]
+
+    def storages(tree):
+        return {t.untyped_storage().data_ptr() for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)}
+
+    class _RecordSizes(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            result = func(*args, **(kwargs or {}))
+            inputs = storages((args, kwargs))
+            for tensor in tree_flatten(result)[0]:
+                if isinstance(tensor, torch.Tensor) and tensor.untyped_storage().data_ptr() not in inputs:
+                    largest[0] = max(largest[0], tensor.numel())
+            return result
+
+    # TorchDispatchMode wraps the method to keep torch.compile out of it, and the wrapper's first
+    # call imports torch._dynamo (about 1 s per kernel). Nothing here is compiled: use it unwrapped.
+    _RecordSizes.__torch_dispatch__ = getattr(_RecordSizes.__torch_dispatch__, "__wrapped__",
+                                              _RecordSizes.__torch_dispatch__)
+    with _RecordSizes():
+        result = function(*args, **kwargs)
+    return result, largest[0]
+
+
+def at_most(elements, limit):
+    """What the memory tests compare: "at most <limit> elements" when `elements` fits, else the count."""
+    return f"at most {limit} elements" if elements <= limit else f"{elements} elements"
