@@ -81,7 +81,8 @@ def test_the_encoder_lecture_builds_the_capstones_corpus():
     names = {name for stem, _, original, source in COPIED if stem == ENCODERS and original == CAPSTONE
              for name in _definitions(source)}
     assert {"docstrings", "encode", "decode"} <= names, \
-        f"{ENCODERS} should build its corpus with {CAPSTONE}'s code, in cells marked copied_from; it marks {sorted(names)}"
+        (f"{ENCODERS} should build its corpus with {CAPSTONE}'s code, in cells marked copied_from; "
+         f"it marks {sorted(names)}")
     ours, theirs = {}, {}                   # the corpus is fixed by two constants too: the modules and the vocabulary
     for source in (source for stem, _, original, source in COPIED if stem == ENCODERS and original == CAPSTONE):
         ours.update(_assignments(source))
