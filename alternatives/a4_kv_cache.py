@@ -1032,7 +1032,8 @@ def _check_beam_request(model, prompt_ids, max_new_tokens, num_beams):
     if num_beams < 1:
         raise ValueError(f"num_beams={num_beams}: beam search needs at least one beam")
     if prompt_ids.shape[1] + max_new_tokens > model.max_len:
-        raise ValueError(f"{prompt_ids.shape[1]} prompt tokens + {max_new_tokens} new ones exceed max_len={model.max_len}")
+        raise ValueError(f"{prompt_ids.shape[1]} prompt tokens + {max_new_tokens} new ones exceed "
+                         f"max_len={model.max_len}")
 
 
 @alternative("beam_search", "torch.topk finds each prompt's num_beams-th best score; every candidate at least that "

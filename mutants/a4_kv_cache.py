@@ -636,7 +636,8 @@ class _AppendingCache:
         self.length += n
 
 
-@mutant("KVCache", "reorder moves the keys but not the values", fails=("test_kv_cache_reorder", "test_beam_search_cache"))
+@mutant("KVCache", "reorder moves the keys but not the values",
+        fails=("test_kv_cache_reorder", "test_beam_search_cache"))
 class reorder_keys_only(_AppendingCache):
     def reorder(self, index):
         self.keys = [k.index_select(0, index) for k in self.keys]
@@ -706,7 +707,8 @@ def _beam_search(model, prompt_ids, max_new_tokens, num_beams, use_cache, reorde
             if accumulate:
                 candidates = scores[:, :, None] + step_scores.view(batch, k, vocab)
             else:
-                candidates = step_scores.view(batch, k, vocab) + torch.where(scores.isinf(), scores, 0 * scores)[:, :, None]
+                alive = torch.where(scores.isinf(), scores, 0 * scores)     # -inf stays: only the live beams
+                candidates = step_scores.view(batch, k, vocab) + alive[:, :, None]
             if one_child_per_beam:
                 best = candidates.max(dim=-1, keepdim=True)
                 candidates = torch.full_like(candidates, float("-inf")).scatter(-1, best.indices, best.values)
@@ -764,7 +766,8 @@ def one_child_per_beam(model, prompt_ids, max_new_tokens, num_beams, use_cache=T
 
 
 @mutant("beam_search", "prompt rows tiled (prompt.repeat(num_beams, 1)) where the beam bookkeeping expects each "
-        "prompt's rows together, so beams of different prompts mix", fails=("test_beam_search", "test_beam_search_cache"))
+        "prompt's rows together, so beams of different prompts mix",
+        fails=("test_beam_search", "test_beam_search_cache"))
 def prompt_rows_tiled(model, prompt_ids, max_new_tokens, num_beams, use_cache=True):
     return _beam_search(model, prompt_ids, max_new_tokens, num_beams, use_cache, tiled=True, prompt_offset=False)
 
