@@ -47,6 +47,12 @@ def _preallocate(cache, n_layers, batch_size, n_heads, d_head, max_len, dtype, d
     cache.length = 0
 
 
+def _reorder_rows(cache, index):
+    """The correct KVCache.reorder (shared by the mutants whose bugs are in __init__, append or advance)."""
+    cache.keys = [k.index_select(0, index) for k in cache.keys]
+    cache.values = [v.index_select(0, index) for v in cache.values]
+
+
 @mutant("KVCache", "not preallocated: grows the past with torch.cat at every append",
         fails=("test_kv_cache", "test_make_cache_memory", "test_cached_step_flops"))
 class grows_with_cat:
@@ -69,6 +75,9 @@ class grows_with_cat:
             raise ValueError(f"KV cache overflow: {self.length} + {n} > max_len={self.max_len}")
         self.length += n
 
+    def reorder(self, index):
+        _reorder_rows(self, index)
+
 
 @mutant("KVCache", "always writes the new keys at position 0 (forgets the offset length)",
         fails=("test_kv_cache", "test_cached_logits_match"))
@@ -89,9 +98,12 @@ class writes_at_start:
             raise ValueError(f"KV cache overflow: {self.length + n} > max_len={self.max_len}")
         self.length += n
 
+    def reorder(self, index):
+        _reorder_rows(self, index)
+
 
 @mutant("KVCache", "no overflow check: writing past max_len fails with a RuntimeError (shape mismatch), not ValueError",
-        fails=("test_kv_cache",))
+        fails=("test_kv_cache", "test_kv_cache_reorder"))
 class no_overflow_check:
     def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
         _preallocate(self, n_layers, batch_size, n_heads, d_head, max_len, dtype, device)
@@ -105,9 +117,12 @@ class no_overflow_check:
     def advance(self, n):
         self.length += n
 
+    def reorder(self, index):
+        _reorder_rows(self, index)
+
 
 @mutant("KVCache", "off-by-one overflow check: refuses to fill the cache exactly (>= instead of >)",
-        fails=("test_kv_cache", "test_cache_overflow"))
+        fails=("test_kv_cache", "test_cache_overflow", "test_kv_cache_reorder"))
 class refuses_exactly_full:
     def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
         _preallocate(self, n_layers, batch_size, n_heads, d_head, max_len, dtype, device)
@@ -124,6 +139,9 @@ class refuses_exactly_full:
         if self.length + n >= self.max_len:
             raise ValueError(f"KV cache overflow: {self.length + n} >= max_len={self.max_len}")
         self.length += n
+
+    def reorder(self, index):
+        _reorder_rows(self, index)
 
 
 # --- cached_attention ------------------------------------------------------------------------
