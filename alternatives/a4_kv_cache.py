@@ -41,6 +41,11 @@ class one_buffer:
             raise _overflow(self.length, n, self.max_len)
         self.length = self.length + n
 
+    def reorder(self, index):
+        self.buffer = self.buffer.index_select(2, index)          # the batch axis of (2, layers, B, H, T, Dh)
+        self.keys = tuple(self.buffer[0, layer] for layer in range(len(self.keys)))
+        self.values = tuple(self.buffer[1, layer] for layer in range(len(self.values)))
+
 
 @alternative("KVCache", "torch.empty buffers (never-written slots hold garbage, which nothing may read)")
 class empty_buffers:
@@ -62,6 +67,15 @@ class empty_buffers:
         if self.length + n > self.max_len:
             raise ValueError(f"cannot advance by {n} after {self.length}: max_len is {self.max_len}")
         self.length += n
+
+    def reorder(self, index):
+        # only the stored positions are moved: the rest of a torch.empty buffer holds nothing worth copying
+        for layer in range(len(self.keys)):
+            for store in (self.keys, self.values):
+                moved = torch.empty((index.numel(),) + tuple(store[layer].shape[1:]), dtype=store[layer].dtype,
+                                    device=store[layer].device)
+                moved[:, :, :self.length] = store[layer][index, :, :self.length]
+                store[layer] = moved
 
 
 @alternative("KVCache",
@@ -92,6 +106,12 @@ class sequence_major:
         if self._stored + n > self.max_len:
             raise ValueError(f"KV cache full: {self._stored} stored, {n} more requested, room for {self.max_len}")
         self._stored += n
+
+    def reorder(self, index):
+        self._k = [t[index] for t in self._k]                          # (B_new, max_len, H, Dh)
+        self._v = [t[index] for t in self._v]
+        self.keys = [t.permute(0, 2, 1, 3) for t in self._k]
+        self.values = [t.permute(0, 2, 1, 3) for t in self._v]
 
 
 # --- cached_attention ------------------------------------------------------------------------
@@ -363,6 +383,11 @@ class interleaved_kv:
         self._room(n)
         self.length += n
 
+    def reorder(self, index):
+        self._kv = [kv.index_select(0, index) for kv in self._kv]      # K and V move together
+        self.keys = [kv[..., 0, :] for kv in self._kv]
+        self.values = [kv[..., 1, :] for kv in self._kv]
+
 
 @alternative("KVCache", "index_copy_ at torch.arange(length, length + L) positions; overflow checked by a helper "
                         "whose message gives the free room and max_len")
@@ -393,6 +418,14 @@ class index_copy_cache:
     def advance(self, n):
         self._fits(n)
         self.length += n
+
+    def reorder(self, index):
+        # index_copy_ of the gathered rows into fresh buffers of B_new rows
+        for store in (self.keys, self.values):
+            for layer, old in enumerate(store):
+                new = torch.zeros((index.shape[0],) + tuple(old.shape[1:]), dtype=old.dtype, device=old.device)
+                store[layer] = new.index_copy_(0, torch.arange(index.shape[0], device=old.device),
+                                               old.index_select(0, index))
 
 
 @alternative("cached_attention", "F.linear with the modules' weights; the mask is rows length..length+L-1 of the "
@@ -573,6 +606,10 @@ class stacked_tensors:
             raise ValueError(f"KV cache overflow: {self.length} stored + {n} new > max_len={self.max_len}")
         self.length += n
 
+    def reorder(self, index):
+        self.keys = self.keys[:, index]                                 # (n_layers, B_new, H, max_len, Dh)
+        self.values = self.values[:, index]
+
 
 @alternative("next_token_probs", "softmax computed and returned in float32 whatever the logits' dtype "
                                  "(F.softmax(..., dtype=torch.float32)); the task does not state the output dtype")
@@ -742,6 +779,16 @@ class hf_cache_update:
         self._room_for(n)
         self._seen_tokens += n
 
+    def reorder_cache(self, beam_idx):
+        for layer_idx in range(len(self.key_cache)):
+            device = self.key_cache[layer_idx].device
+            self.key_cache[layer_idx] = self.key_cache[layer_idx].index_select(0, beam_idx.to(device))
+            device = self.value_cache[layer_idx].device
+            self.value_cache[layer_idx] = self.value_cache[layer_idx].index_select(0, beam_idx.to(device))
+
+    def reorder(self, index):
+        self.reorder_cache(index)
+
 
 @alternative("KVCache", "llama's reference layout: cache_k/cache_v per layer of shape (B, max_len, H, Dh), sequence "
                         "before heads, written with [:bsz, start_pos:start_pos + seqlen] = xk (xk as (B, L, H, Dh)); "
@@ -773,6 +820,13 @@ class llama_seq_first_cache:
         if self.length + n > self.max_seq_len:
             raise ValueError(f"start_pos {self.length} + {n} exceeds max_seq_len {self.max_seq_len}")
         self.length += n
+
+    def reorder(self, index):
+        self.cache_k = [cache[index] for cache in self.cache_k]         # (B_new, max_len, H, Dh)
+        self.cache_v = [cache[index] for cache in self.cache_v]
+        self.max_batch_size = index.shape[0]
+        self.keys = [cache.transpose(1, 2) for cache in self.cache_k]
+        self.values = [cache.transpose(1, 2) for cache in self.cache_v]
 
 
 @alternative("KVCache", "gpt-fast's static cache: an nn.ModuleList of per-layer modules holding k_cache/v_cache "
@@ -807,6 +861,11 @@ class gpt_fast_index_copy:
     def advance(self, n):
         self._check(n)
         self.length += n
+
+    def reorder(self, index):
+        for layer in self.layers:
+            layer.k_cache = layer.k_cache.index_select(0, index)       # a registered buffer, reassigned
+            layer.v_cache = layer.v_cache.index_select(0, index)
 
 
 @alternative("cached_attention", "llama's attention: q/k/v viewed (bsz, seqlen, H, Dh), the mask for seqlen > 1 "
@@ -964,3 +1023,275 @@ def gpt_fast_prefill_decode(model, prompt_ids, max_new_tokens, use_cache=True, t
         if generated:
             seq[:, T + 1:] = torch.cat(generated, dim=-1)
     return seq.to(prompt_ids.device)
+
+
+# --- beam_search -----------------------------------------------------------------------------
+
+
+def _check_beam_request(model, prompt_ids, max_new_tokens, num_beams):
+    if num_beams < 1:
+        raise ValueError(f"num_beams={num_beams}: beam search needs at least one beam")
+    if prompt_ids.shape[1] + max_new_tokens > model.max_len:
+        raise ValueError(f"{prompt_ids.shape[1]} prompt tokens + {max_new_tokens} new ones exceed "
+                         f"max_len={model.max_len}")
+
+
+@alternative("beam_search", "torch.topk finds each prompt's num_beams-th best score; every candidate at least that "
+                            "good is kept and a stable sort orders them (topk alone promises no order among ties); "
+                            "the prompt is expanded to B * num_beams rows before the prefill, so reorder only follows "
+                            "the beams")
+def topk_threshold(model, prompt_ids, max_new_tokens, num_beams, use_cache=True):
+    _check_beam_request(model, prompt_ids, max_new_tokens, num_beams)
+    batch, prompt_len = prompt_ids.shape
+    device = model.lm_head.weight.device
+    seqs = prompt_ids.to(device).repeat_interleave(num_beams, dim=0)
+    if max_new_tokens == 0:
+        return prompt_ids.clone()
+    with torch.no_grad():
+        cache = model.make_cache(batch * num_beams, max_len=prompt_len + max_new_tokens) if use_cache else None
+        logits = model(seqs, cache=cache)[:, -1] if use_cache else model(seqs)[:, -1]
+        scores = torch.zeros(batch, num_beams, device=device)
+        scores[:, 1:] = float("-inf")
+        for step in range(max_new_tokens):
+            flat = (scores.unsqueeze(-1) + F.log_softmax(logits.float(), dim=-1).view(batch, num_beams, -1))
+            flat = flat.view(batch, -1)
+            vocab = flat.shape[-1] // num_beams
+            kth = torch.topk(flat, num_beams, dim=-1).values[:, -1:]
+            at_least = torch.where(flat >= kth, flat, torch.full_like(flat, float("-inf")))
+            chosen = torch.sort(at_least, dim=-1, descending=True, stable=True).indices[:, :num_beams]
+            scores = flat.gather(1, chosen)
+            rows = (chosen // vocab + num_beams * torch.arange(batch, device=device).unsqueeze(1)).flatten()
+            seqs = torch.cat([seqs[rows], (chosen % vocab).reshape(-1, 1)], dim=1)
+            if step + 1 < max_new_tokens:
+                if use_cache:
+                    cache.reorder(rows)
+                    logits = model(seqs[:, -1:], cache=cache)[:, -1]
+                else:
+                    logits = model(seqs)[:, -1]
+    return seqs[::num_beams].to(prompt_ids.device)
+
+
+@alternative("beam_search", "log-probabilities accumulated in float64; survivors by argsort of the negated scores "
+                            "(ascending, stable); a Python loop over the prompts' beams for the parent rows")
+def float64_scores(model, prompt_ids, max_new_tokens, num_beams, use_cache=True):
+    _check_beam_request(model, prompt_ids, max_new_tokens, num_beams)
+    batch, prompt_len = prompt_ids.shape
+    device = next(model.parameters()).device
+    prompt = prompt_ids.to(device)
+    rows = torch.tensor([p for p in range(batch) for _ in range(num_beams)], device=device)
+    seqs = prompt[rows]
+    with torch.no_grad():
+        if use_cache and max_new_tokens > 0:
+            cache = model.make_cache(batch, max_len=prompt_len + max_new_tokens)
+            logits = model(prompt, cache=cache)[:, -1].index_select(0, rows)
+            cache.reorder(rows)
+        elif max_new_tokens > 0:
+            logits = model(seqs)[:, -1]
+        total = torch.tensor([[0.0] + [-math.inf] * (num_beams - 1)] * batch, dtype=torch.float64, device=device)
+        for step in range(max_new_tokens):
+            step_scores = torch.log_softmax(logits.double(), dim=-1)
+            vocab = step_scores.shape[1]
+            candidates = (total.view(-1, 1) + step_scores).view(batch, num_beams * vocab)
+            best = torch.argsort(-candidates, dim=1, stable=True)[:, :num_beams]
+            total = torch.gather(candidates, 1, best)
+            parents = [p * num_beams + int(b) // vocab for p in range(batch) for b in best[p]]
+            rows = torch.tensor(parents, dtype=torch.long, device=device)
+            seqs = torch.cat([seqs[rows], (best % vocab).view(-1, 1)], dim=1)
+            if step == max_new_tokens - 1:
+                break
+            if use_cache:
+                cache.reorder(rows)
+                logits = model(seqs[:, -1:], cache=cache)[:, -1]
+            else:
+                logits = model(seqs)[:, -1]
+    return seqs[torch.arange(batch, device=device) * num_beams].to(prompt_ids.device)
+
+
+class _BeamSearchScorer:
+    """Hugging Face's beam scorer, reduced to what the task asks (no end-of-sequence token, no length penalty):
+    process() picks the next beams from the (B, num_beams * vocab) scores, finalize() the best sequence."""
+
+    def __init__(self, batch_size, num_beams):
+        self.batch_size, self.num_beams = batch_size, num_beams
+
+    def process(self, next_token_scores, vocab_size):
+        # a stable descending sort where Hugging Face takes torch.topk(2 * num_beams): the task fixes the ties
+        next_indices = torch.sort(next_token_scores, dim=1, descending=True, stable=True).indices[:, :self.num_beams]
+        next_beam_scores = next_token_scores.gather(1, next_indices)
+        next_beam_tokens = next_indices % vocab_size
+        batch_offset = torch.arange(self.batch_size, device=next_indices.device).unsqueeze(1) * self.num_beams
+        next_beam_indices = next_indices // vocab_size + batch_offset
+        return {"next_beam_scores": next_beam_scores.view(-1), "next_beam_tokens": next_beam_tokens.view(-1),
+                "next_beam_indices": next_beam_indices.view(-1)}
+
+    def finalize(self, input_ids):
+        return input_ids.view(self.batch_size, self.num_beams, -1)[:, 0]
+
+
+@alternative("beam_search", "Hugging Face's structure: input_ids expanded with repeat_interleave, beam_scores of "
+                            "-1e9 for all but the first beam, a beam scorer's process()/finalize(), "
+                            "cache.reorder(beam_idx) as its _reorder_cache, input_ids[beam_idx] grown with torch.cat")
+def hf_beam_scorer(model, prompt_ids, max_new_tokens, num_beams, use_cache=True):
+    _check_beam_request(model, prompt_ids, max_new_tokens, num_beams)
+    batch_size, cur_len = prompt_ids.shape
+    max_length = cur_len + max_new_tokens
+    input_ids = prompt_ids.to(model.lm_head.weight.device).repeat_interleave(num_beams, dim=0)   # expand
+    beam_scorer = _BeamSearchScorer(batch_size, num_beams)
+    beam_scores = torch.zeros((batch_size, num_beams), dtype=torch.float, device=input_ids.device)
+    beam_scores[:, 1:] = -1e9
+    beam_scores = beam_scores.view((batch_size * num_beams,))
+    past_key_values = model.make_cache(batch_size * num_beams, max_len=max_length) if use_cache else None
+    with torch.no_grad():
+        while input_ids.shape[-1] < max_length:
+            if past_key_values is None:
+                outputs = model(input_ids)
+            else:
+                fresh = past_key_values.length == 0
+                outputs = model(input_ids if fresh else input_ids[:, -1:], cache=past_key_values)
+            next_token_logits = outputs[:, -1, :].float()
+            next_token_scores = F.log_softmax(next_token_logits, dim=-1)
+            next_token_scores = next_token_scores + beam_scores[:, None].expand_as(next_token_scores)
+            vocab_size = next_token_scores.shape[-1]
+            next_token_scores = next_token_scores.view(batch_size, num_beams * vocab_size)
+            beam_outputs = beam_scorer.process(next_token_scores, vocab_size)
+            beam_scores = beam_outputs["next_beam_scores"]
+            beam_next_tokens = beam_outputs["next_beam_tokens"]
+            beam_idx = beam_outputs["next_beam_indices"]
+            input_ids = torch.cat([input_ids[beam_idx, :], beam_next_tokens.unsqueeze(-1)], dim=-1)
+            if past_key_values is not None and input_ids.shape[-1] < max_length:
+                past_key_values.reorder(beam_idx)
+    return beam_scorer.finalize(input_ids).to(prompt_ids.device)
+
+
+@alternative("beam_search", "plain Python: each prompt's candidates sorted with key (-score, beam * vocab + token) "
+                            "from .tolist() log-probabilities, scores kept as Python floats; the cache reordered with "
+                            "a list of parent rows")
+def python_sorted_candidates(model, prompt_ids, max_new_tokens, num_beams, use_cache=True):
+    _check_beam_request(model, prompt_ids, max_new_tokens, num_beams)
+    batch, prompt_len = prompt_ids.shape
+    device = next(model.parameters()).device
+    prompt = prompt_ids.to(device)
+    beams = [[(0.0 if b == 0 else -math.inf, prompt[p].tolist()) for b in range(num_beams)] for p in range(batch)]
+    expand = torch.tensor([p for p in range(batch) for _ in range(num_beams)], device=device)
+    with torch.no_grad():
+        cache = None
+        if use_cache and max_new_tokens > 0:
+            cache = model.make_cache(batch, max_len=prompt_len + max_new_tokens)
+            logits = model(prompt, cache=cache)[:, -1][expand]
+            cache.reorder(expand)
+        for step in range(max_new_tokens):
+            if cache is None:
+                ids = torch.tensor([seq for prompt_beams in beams for _, seq in prompt_beams], device=device)
+                logits = model(ids)[:, -1]
+            log_probs = torch.log_softmax(logits.float(), dim=-1).tolist()
+            parents, new_beams = [], []
+            for p, prompt_beams in enumerate(beams):
+                candidates = []
+                for b, (score, seq) in enumerate(prompt_beams):
+                    row = log_probs[p * num_beams + b]
+                    candidates += [(-(score + lp), b * len(row) + t, b, t) for t, lp in enumerate(row)]
+                candidates.sort(key=lambda c: (c[0], c[1]))
+                kept = candidates[:num_beams]
+                new_beams.append([(-c[0], prompt_beams[c[2]][1] + [c[3]]) for c in kept])
+                parents += [p * num_beams + c[2] for c in kept]
+            beams = new_beams
+            if cache is not None and step + 1 < max_new_tokens:
+                cache.reorder(torch.tensor(parents, device=device))
+                tokens = torch.tensor([[seq[-1]] for prompt_beams in beams for _, seq in prompt_beams], device=device)
+                logits = model(tokens, cache=cache)[:, -1]
+    return torch.tensor([prompt_beams[0][1] for prompt_beams in beams], dtype=torch.long).to(prompt_ids.device)
+
+
+# --- in the style of LLMs-from-scratch: its cache and its generate loops, written here from the task -------
+
+
+@alternative("KVCache", "LLMs-from-scratch's cache: an nn.Module whose per-layer keys and values are registered "
+                        "non-persistent buffers cache_k_0, cache_v_0, ... preallocated for the context length, a "
+                        "ptr_current_pos pointer (length is a property over it), reset() to start again, writes at "
+                        "[ptr_current_pos:ptr_current_pos + num_tokens]; reorder reassigns the buffers")
+class llms_from_scratch_buffers(torch.nn.Module):
+    def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
+        super().__init__()
+        self.n_layers, self.context_length = n_layers, max_len
+        for i in range(n_layers):
+            shape = (batch_size, n_heads, max_len, d_head)
+            self.register_buffer(f"cache_k_{i}", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
+            self.register_buffer(f"cache_v_{i}", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
+        self.ptr_current_pos = 0
+
+    @property
+    def keys(self):
+        return [getattr(self, f"cache_k_{i}") for i in range(self.n_layers)]
+
+    @property
+    def values(self):
+        return [getattr(self, f"cache_v_{i}") for i in range(self.n_layers)]
+
+    @property
+    def max_len(self):
+        return self.context_length
+
+    @property
+    def length(self):
+        return self.ptr_current_pos
+
+    @length.setter
+    def length(self, value):
+        self.ptr_current_pos = value
+
+    def reset(self):
+        for buffer in self.buffers():
+            buffer.zero_()
+        self.ptr_current_pos = 0
+
+    def _fits(self, num_tokens):
+        if self.ptr_current_pos + num_tokens > self.context_length:
+            raise ValueError(f"{num_tokens} new tokens after {self.ptr_current_pos} cached ones exceed the context "
+                             f"length {self.context_length}")
+
+    def append(self, layer, k, v):
+        num_tokens = k.shape[2]
+        self._fits(num_tokens)
+        start, end = self.ptr_current_pos, self.ptr_current_pos + num_tokens
+        getattr(self, f"cache_k_{layer}")[:, :, start:end] = k
+        getattr(self, f"cache_v_{layer}")[:, :, start:end] = v
+        return getattr(self, f"cache_k_{layer}")[:, :, :end], getattr(self, f"cache_v_{layer}")[:, :, :end]
+
+    def advance(self, n):
+        self._fits(n)
+        self.ptr_current_pos += n
+
+    def reorder(self, index):
+        for i in range(self.n_layers):
+            setattr(self, f"cache_k_{i}", getattr(self, f"cache_k_{i}").index_select(0, index))
+            setattr(self, f"cache_v_{i}", getattr(self, f"cache_v_{i}").index_select(0, index))
+
+
+@alternative("generate", "LLMs-from-scratch's generate_text_simple_cached: the context size from the position "
+                         "embedding, the whole prompt into a fresh cache, then each new token (keepdim) fed alone; "
+                         "without the cache generate_text_simple's idx_cond = idx[:, -context_size:] loop")
+def llms_from_scratch_generate(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
+                               top_p=None, generator=None):
+    context_size = model.pos_emb.weight.shape[0]
+    if prompt_ids.shape[1] + max_new_tokens > context_size:
+        raise ValueError(f"{prompt_ids.shape[1]} + {max_new_tokens} tokens exceed the context size {context_size}")
+    idx = prompt_ids.to(model.tok_emb.weight.device)
+
+    def next_token(logits):
+        return sample_next_token(logits[:, -1], temperature, top_k, top_p=top_p, generator=generator).unsqueeze(-1)
+
+    with torch.no_grad():
+        if use_cache:
+            cache = model.make_cache(idx.shape[0], max_len=idx.shape[1] + max_new_tokens)   # reset_kv_cache()
+            logits = model(idx, cache=cache)
+            for produced in range(1, max_new_tokens + 1):
+                next_idx = next_token(logits)
+                idx = torch.cat([idx, next_idx], dim=1)
+                if produced < max_new_tokens:
+                    logits = model(next_idx, cache=cache)
+        else:
+            for _ in range(max_new_tokens):
+                idx_cond = idx[:, -context_size:]
+                idx_next = next_token(model(idx_cond))
+                idx = torch.cat((idx, idx_next), dim=1)
+    return idx.to(prompt_ids.device)

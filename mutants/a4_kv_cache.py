@@ -47,6 +47,12 @@ def _preallocate(cache, n_layers, batch_size, n_heads, d_head, max_len, dtype, d
     cache.length = 0
 
 
+def _reorder_rows(cache, index):
+    """The correct KVCache.reorder (shared by the mutants whose bugs are in __init__, append or advance)."""
+    cache.keys = [k.index_select(0, index) for k in cache.keys]
+    cache.values = [v.index_select(0, index) for v in cache.values]
+
+
 @mutant("KVCache", "not preallocated: grows the past with torch.cat at every append",
         fails=("test_kv_cache", "test_make_cache_memory", "test_cached_step_flops"))
 class grows_with_cat:
@@ -69,6 +75,9 @@ class grows_with_cat:
             raise ValueError(f"KV cache overflow: {self.length} + {n} > max_len={self.max_len}")
         self.length += n
 
+    def reorder(self, index):
+        _reorder_rows(self, index)
+
 
 @mutant("KVCache", "always writes the new keys at position 0 (forgets the offset length)",
         fails=("test_kv_cache", "test_cached_logits_match"))
@@ -89,9 +98,12 @@ class writes_at_start:
             raise ValueError(f"KV cache overflow: {self.length + n} > max_len={self.max_len}")
         self.length += n
 
+    def reorder(self, index):
+        _reorder_rows(self, index)
+
 
 @mutant("KVCache", "no overflow check: writing past max_len fails with a RuntimeError (shape mismatch), not ValueError",
-        fails=("test_kv_cache",))
+        fails=("test_kv_cache", "test_kv_cache_reorder"))
 class no_overflow_check:
     def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
         _preallocate(self, n_layers, batch_size, n_heads, d_head, max_len, dtype, device)
@@ -105,9 +117,12 @@ class no_overflow_check:
     def advance(self, n):
         self.length += n
 
+    def reorder(self, index):
+        _reorder_rows(self, index)
+
 
 @mutant("KVCache", "off-by-one overflow check: refuses to fill the cache exactly (>= instead of >)",
-        fails=("test_kv_cache", "test_cache_overflow"))
+        fails=("test_kv_cache", "test_cache_overflow", "test_kv_cache_reorder"))
 class refuses_exactly_full:
     def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
         _preallocate(self, n_layers, batch_size, n_heads, d_head, max_len, dtype, device)
@@ -124,6 +139,9 @@ class refuses_exactly_full:
         if self.length + n >= self.max_len:
             raise ValueError(f"KV cache overflow: {self.length + n} >= max_len={self.max_len}")
         self.length += n
+
+    def reorder(self, index):
+        _reorder_rows(self, index)
 
 
 # --- cached_attention ------------------------------------------------------------------------
@@ -611,3 +629,197 @@ def refuses_exactly_max_len(model, prompt_ids, max_new_tokens, use_cache=True, t
 def generate_drops_top_p(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
                          top_p=None, generator=None):
     return _generate(model, prompt_ids, max_new_tokens, use_cache, temperature, top_k, generator)
+
+
+# --- KVCache.reorder -------------------------------------------------------------------------
+
+
+class _AppendingCache:
+    """The correct KVCache but for reorder (shared by the mutants whose bug is in reorder)."""
+
+    def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
+        _preallocate(self, n_layers, batch_size, n_heads, d_head, max_len, dtype, device)
+
+    def append(self, layer, k, v):
+        end = self.length + k.shape[2]
+        if end > self.max_len:
+            raise ValueError(f"KV cache overflow: {end} > max_len={self.max_len}")
+        self.keys[layer][:, :, self.length:end] = k
+        self.values[layer][:, :, self.length:end] = v
+        return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
+
+    def advance(self, n):
+        if self.length + n > self.max_len:
+            raise ValueError(f"KV cache overflow: {self.length + n} > max_len={self.max_len}")
+        self.length += n
+
+
+@mutant("KVCache", "reorder moves the keys but not the values",
+        fails=("test_kv_cache_reorder", "test_beam_search_cache"))
+class reorder_keys_only(_AppendingCache):
+    def reorder(self, index):
+        self.keys = [k.index_select(0, index) for k in self.keys]
+
+
+@mutant("KVCache", "reorder in place with copy_: works only while the number of rows stays the same",
+        fails=("test_kv_cache_reorder", "test_beam_search", "test_beam_search_cache"))
+class reorder_in_place(_AppendingCache):
+    def reorder(self, index):
+        for k, v in zip(self.keys, self.values):
+            k.copy_(k[index])
+            v.copy_(v[index])
+
+
+@mutant("KVCache", "reorder applies the inverse permutation (argsort of index): row index[i] gets old row i",
+        fails=("test_kv_cache_reorder", "test_beam_search_cache"))
+class reorder_inverse(_AppendingCache):
+    def reorder(self, index):
+        inverse = torch.argsort(index)
+        self.keys = [k.index_select(0, inverse) for k in self.keys]
+        self.values = [v.index_select(0, inverse) for v in self.values]
+
+
+@mutant("KVCache", "reorder keeps only the stored positions: no room is left for the next append",
+        fails=("test_kv_cache_reorder", "test_beam_search", "test_beam_search_cache"))
+class reorder_drops_room(_AppendingCache):
+    def reorder(self, index):
+        self.keys = [k[index, :, :, :][:, :, :self.length] for k in self.keys]
+        self.values = [v[index, :, :, :][:, :, :self.length] for v in self.values]
+
+
+# --- beam_search -----------------------------------------------------------------------------
+
+
+def _beam_search(model, prompt_ids, max_new_tokens, num_beams, use_cache, reorder=True, accumulate=True,
+                 lower_index_wins=True, one_child_per_beam=False, tiled=False, one_live_beam=True,
+                 log_probs=True, result_beam=0, check_beams=True, check_length=True, prompt_offset=True):
+    """Beam search with switches: each mutant below turns exactly one of them to its wrong setting."""
+    batch, prompt_len = prompt_ids.shape
+    if check_beams and num_beams < 1:
+        raise ValueError(f"num_beams={num_beams}")
+    if check_length and prompt_len + max_new_tokens > model.max_len:
+        raise ValueError("too long")
+    k = num_beams
+    if tiled:
+        first = torch.arange(batch, device=prompt_ids.device).repeat(k)
+    else:
+        first = torch.arange(batch, device=prompt_ids.device).repeat_interleave(k)
+    beams = prompt_ids[first]
+    with torch.no_grad():
+        if use_cache and reorder:
+            cache = model.make_cache(batch, max_len=prompt_len + max_new_tokens)
+            logits = model(prompt_ids, cache=cache)[:, -1][first]
+            cache.reorder(first)
+        elif use_cache:
+            cache = model.make_cache(batch * k, max_len=prompt_len + max_new_tokens)
+            logits = model(beams, cache=cache)[:, -1]
+        else:
+            logits = model(beams)[:, -1]
+        scores = torch.full((batch, k), float("-inf"), device=prompt_ids.device)
+        scores[:, 0] = 0.0
+        if not one_live_beam:
+            scores[:, 1:] = 0.0
+        for step in range(max_new_tokens):
+            step_scores = torch.log_softmax(logits.float(), dim=-1) if log_probs else logits.float()
+            vocab = step_scores.shape[-1]
+            if accumulate:
+                candidates = scores[:, :, None] + step_scores.view(batch, k, vocab)
+            else:
+                alive = torch.where(scores.isinf(), scores, 0 * scores)     # -inf stays: only the live beams
+                candidates = step_scores.view(batch, k, vocab) + alive[:, :, None]
+            if one_child_per_beam:
+                best = candidates.max(dim=-1, keepdim=True)
+                candidates = torch.full_like(candidates, float("-inf")).scatter(-1, best.indices, best.values)
+            candidates = candidates.view(batch, -1)
+            if lower_index_wins:
+                order = torch.sort(candidates, dim=-1, descending=True, stable=True).indices[:, :k]
+            else:
+                order = torch.sort(candidates, dim=-1, stable=True).indices.flip(-1)[:, :k]
+            scores = candidates.gather(-1, order)
+            if not accumulate:
+                scores = torch.where(scores.isinf(), scores, 0 * scores)
+            offset = torch.arange(batch, device=prompt_ids.device)[:, None] * k if prompt_offset else 0
+            if tiled:
+                offset = torch.arange(batch, device=prompt_ids.device)[:, None]
+                rows = (offset + (order // vocab) * batch).view(-1)
+            else:
+                rows = (offset + order // vocab).view(-1)
+            tokens = (order % vocab).view(-1, 1)
+            beams = torch.cat([beams[rows], tokens], dim=1)
+            if step == max_new_tokens - 1:
+                break
+            if use_cache:
+                if reorder:
+                    cache.reorder(rows)
+                logits = model(tokens, cache=cache)[:, -1]
+            else:
+                logits = model(beams)[:, -1]
+    if tiled:
+        return beams.view(k, batch, -1)[result_beam]
+    return beams.view(batch, k, -1)[:, result_beam]
+
+
+@mutant("beam_search", "forgets KVCache.reorder: each prompt is prefilled num_beams times and cache row i keeps "
+        "the past of whichever beam sat in row i first", fails=("test_beam_search_cache",))
+def forgets_reorder(model, prompt_ids, max_new_tokens, num_beams, use_cache=True):
+    return _beam_search(model, prompt_ids, max_new_tokens, num_beams, use_cache, reorder=False)
+
+
+@mutant("beam_search", "scores not accumulated: candidates ranked by the newest token's log-probability alone",
+        fails=("test_beam_search",))
+def scores_not_accumulated(model, prompt_ids, max_new_tokens, num_beams, use_cache=True):
+    return _beam_search(model, prompt_ids, max_new_tokens, num_beams, use_cache, accumulate=False)
+
+
+@mutant("beam_search", "ties broken by the higher flat index (an ascending stable sort, flipped)",
+        fails=("test_beam_search",))
+def ties_to_higher_index(model, prompt_ids, max_new_tokens, num_beams, use_cache=True):
+    return _beam_search(model, prompt_ids, max_new_tokens, num_beams, use_cache, lower_index_wins=False)
+
+
+@mutant("beam_search", "beams from the same parent collapsed: each beam proposes only its best token, so two "
+        "children of one beam never both survive", fails=("test_beam_search",))
+def one_child_per_beam(model, prompt_ids, max_new_tokens, num_beams, use_cache=True):
+    return _beam_search(model, prompt_ids, max_new_tokens, num_beams, use_cache, one_child_per_beam=True)
+
+
+@mutant("beam_search", "prompt rows tiled (prompt.repeat(num_beams, 1)) where the beam bookkeeping expects each "
+        "prompt's rows together, so beams of different prompts mix",
+        fails=("test_beam_search", "test_beam_search_cache"))
+def prompt_rows_tiled(model, prompt_ids, max_new_tokens, num_beams, use_cache=True):
+    return _beam_search(model, prompt_ids, max_new_tokens, num_beams, use_cache, tiled=True, prompt_offset=False)
+
+
+@mutant("beam_search", "every beam starts live with score 0: the first step keeps num_beams copies of the best token",
+        fails=("test_beam_search",))
+def all_beams_start_live(model, prompt_ids, max_new_tokens, num_beams, use_cache=True):
+    return _beam_search(model, prompt_ids, max_new_tokens, num_beams, use_cache, one_live_beam=False)
+
+
+@mutant("beam_search", "sums raw logits instead of log-probabilities (each beam's softmax normaliser ignored)",
+        fails=("test_beam_search",))
+def sums_logits(model, prompt_ids, max_new_tokens, num_beams, use_cache=True):
+    return _beam_search(model, prompt_ids, max_new_tokens, num_beams, use_cache, log_probs=False)
+
+
+@mutant("beam_search", "returns the last surviving beam (the worst) instead of beam 0", fails=("test_beam_search",))
+def returns_last_beam(model, prompt_ids, max_new_tokens, num_beams, use_cache=True):
+    return _beam_search(model, prompt_ids, max_new_tokens, num_beams, use_cache, result_beam=-1)
+
+
+@mutant("beam_search", "no check of num_beams: num_beams=0 fails with a RuntimeError, not a ValueError",
+        fails=("test_beam_search",))
+def num_beams_unchecked(model, prompt_ids, max_new_tokens, num_beams, use_cache=True):
+    return _beam_search(model, prompt_ids, max_new_tokens, num_beams, use_cache, check_beams=False)
+
+
+@mutant("beam_search", "no length check of its own: without the cache the model runs step after step until its "
+        "max_len error", fails=("test_beam_search",))
+def length_found_by_the_model_beams(model, prompt_ids, max_new_tokens, num_beams, use_cache=True):
+    return _beam_search(model, prompt_ids, max_new_tokens, num_beams, use_cache, check_length=False)
+
+
+@mutant("beam_search", "parent rows without the prompt's offset (order // vocab, not p * num_beams + order // vocab): "
+        "every prompt continues the first prompt's beams", fails=("test_beam_search", "test_beam_search_cache"))
+def parents_without_prompt_offset(model, prompt_ids, max_new_tokens, num_beams, use_cache=True):
+    return _beam_search(model, prompt_ids, max_new_tokens, num_beams, use_cache, prompt_offset=False)
