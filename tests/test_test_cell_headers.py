@@ -10,11 +10,6 @@ import nbformat
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-# assignments still being converted to the rule elsewhere: an expected failure, strict, so that the day
-# they follow it this test says so and the entry can go
-BEING_CONVERTED = {"a4_kv_cache"}
-
-
 def header(grade_id, points):
     """The first line a test cell must have: `# <grade_id> (<points> point[s])`."""
     points = float(points)
@@ -26,9 +21,7 @@ def _notebooks():
     for folder in ("solutions", "assignments"):
         for path in sorted((REPO / folder).glob("a*_*/a*_*.ipynb")):
             assignment = path.parent.name
-            marks = [pytest.mark.xfail(strict=True, reason=f"{assignment} is being converted to the rule")] \
-                if assignment in BEING_CONVERTED else []
-            found.append(pytest.param(path, marks=marks, id=f"{folder}/{assignment}"))
+            found.append(pytest.param(path, id=f"{folder}/{assignment}"))
     return found
 
 
