@@ -18,6 +18,7 @@ DEMO_BUGS = {
     "a4_kv_cache": ["no_overflow_check", "first_position_logits", "whole_sequence_every_step"],
     "a5_attention_at_scale": ["normaliser_not_rescaled", "query_strips_only", "global_sees_future",
                               "state_not_carried"],
+    "a6_real_models": ["c_attn_kqv_order", "rotary_offset_ignored", "repeat_kv_tiled", "llama_lm_head_copied"],
 }
 
 

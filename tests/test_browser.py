@@ -36,7 +36,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.sandbox]
 
 SHOTS = REPO / "out" / "browser"
 NB_REL = f"student/{AID}.ipynb"
-ASSIGNMENTS = ["a1_self_attention", "a2_multihead_masking", "a3_flops_io", "a4_kv_cache", "a5_attention_at_scale"]
+ASSIGNMENTS = ["a1_self_attention", "a2_multihead_masking", "a3_flops_io", "a4_kv_cache", "a5_attention_at_scale",
+               "a6_real_models"]
 
 
 @pytest.fixture(scope="module")
