@@ -64,7 +64,8 @@ def split_c_attn_einsum(weight, bias, n_embd):
 @alternative("gpt2_state_dict_to_course", "renames with regular expressions, every Conv1D transposed with einsum")
 def gpt2_by_regex(sd, config):
     renames = [(r"transformer\.wte\.weight", "tok_emb.weight"), (r"transformer\.wpe\.weight", "pos_emb.weight"),
-               (r"transformer\.ln_f\.(\w+)", r"norm_f.\1"), (r"transformer\.h\.(\d+)\.ln_1\.(\w+)", r"blocks.\1.norm1.\2"),
+               (r"transformer\.ln_f\.(\w+)", r"norm_f.\1"),
+               (r"transformer\.h\.(\d+)\.ln_1\.(\w+)", r"blocks.\1.norm1.\2"),
                (r"transformer\.h\.(\d+)\.ln_2\.(\w+)", r"blocks.\1.norm2.\2"),
                (r"transformer\.h\.(\d+)\.attn\.c_proj\.(\w+)", r"blocks.\1.attn.o_proj.\2"),
                (r"transformer\.h\.(\d+)\.mlp\.c_fc\.(\w+)", r"blocks.\1.ff.linear1.\2"),

@@ -17,7 +17,7 @@ def gelu_exact(x):
 
 
 @mutant("gelu_tanh", "the cubic term's coefficient on the outside: tanh(sqrt(2/pi) x) + 0.044715 x^3",
-        fails=("test_gelu_tanh",))
+        fails=("test_gelu_tanh", "test_gpt2_state_dict_to_course"))
 def gelu_cubic_outside(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * x) + 0.044715 * x ** 3)
 
@@ -32,12 +32,14 @@ def rms_norm_centred(x, weight, eps=1e-6):
     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight
 
 
-@mutant("rms_norm", "eps hard-coded to 1e-6 whatever the argument says", fails=("test_rms_norm",))
+@mutant("rms_norm", "eps hard-coded to 1e-6 whatever the argument says",
+        fails=("test_rms_norm", "test_llama_state_dict_to_course"))
 def rms_norm_eps_hard_coded(x, weight, eps=1e-6):
     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + 1e-6) * weight
 
 
-@mutant("rms_norm", "eps added outside the square root", fails=("test_rms_norm",))
+@mutant("rms_norm", "eps added outside the square root",
+        fails=("test_rms_norm", "test_llama_state_dict_to_course"))
 def rms_norm_eps_outside(x, weight, eps=1e-6):
     return x / (x.pow(2).mean(dim=-1, keepdim=True).sqrt() + eps) * weight
 
@@ -67,7 +69,8 @@ def rotary_offset_ignored(seq_len, head_dim, base=10000.0, offset=0, device=None
     return angles.cos(), angles.sin()
 
 
-@mutant("rotary_cos_sin", "the base hard-coded to 10000", fails=("test_rotary_cos_sin", "test_llama_state_dict_to_course"))
+@mutant("rotary_cos_sin", "the base hard-coded to 10000",
+        fails=("test_rotary_cos_sin", "test_llama_state_dict_to_course"))
 def rotary_base_hard_coded(seq_len, head_dim, base=10000.0, offset=0, device=None):
     inv_freq = 1.0 / 10000.0 ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
     angles = torch.arange(offset, offset + seq_len, device=device, dtype=torch.float32)[:, None] * inv_freq[None, :]
@@ -76,7 +79,7 @@ def rotary_base_hard_coded(seq_len, head_dim, base=10000.0, offset=0, device=Non
 
 
 @mutant("rotary_cos_sin", "each angle repeated for neighbouring columns (repeat_interleave), the layout of pairs "
-        "(2i, 2i+1)", fails=("test_rotary_cos_sin", "test_llama_state_dict_to_course"))
+        "(2i, 2i+1)", fails=("test_rotary_cos_sin", "test_apply_rotary", "test_llama_state_dict_to_course"))
 def rotary_angles_interleaved(seq_len, head_dim, base=10000.0, offset=0, device=None):
     inv_freq = 1.0 / base ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
     angles = torch.arange(offset, offset + seq_len, device=device, dtype=torch.float32)[:, None] * inv_freq[None, :]
@@ -124,7 +127,8 @@ def repeat_kv_tiled(x, n_rep):
 # --- split_c_attn ------------------------------------------------------------------------------
 
 
-@mutant("split_c_attn", "splits c_attn in the order k, q, v", fails=("test_split_c_attn", "test_gpt2_state_dict_to_course"))
+@mutant("split_c_attn", "splits c_attn in the order k, q, v",
+        fails=("test_split_c_attn", "test_gpt2_state_dict_to_course"))
 def c_attn_kqv_order(weight, bias, n_embd):
     (k_w, q_w, v_w), (k_b, q_b, v_b) = weight.split(n_embd, dim=1), bias.split(n_embd)
     return (q_w.t(), q_b), (k_w.t(), k_b), (v_w.t(), v_b)
@@ -136,7 +140,8 @@ def c_attn_not_transposed(weight, bias, n_embd):
     return tuple(zip(weight.split(n_embd, dim=1), bias.split(n_embd)))
 
 
-@mutant("split_c_attn", "splits the input axis (rows) instead of the output axis", fails=("test_split_c_attn",))
+@mutant("split_c_attn", "splits the input axis (rows) instead of the output axis",
+        fails=("test_split_c_attn", "test_gpt2_state_dict_to_course"))
 def c_attn_split_rows(weight, bias, n_embd):
     return tuple((w, b) for w, b in zip(weight.t().split(n_embd, dim=1), bias.split(n_embd)))
 
@@ -146,7 +151,9 @@ def c_attn_split_rows(weight, bias, n_embd):
 
 def _gpt2(sd, config, transpose_c_proj=True, swap_norms=False):
     """The reference conversion with switches for the bugs below."""
-    t = lambda name: sd["transformer." + name]
+    def t(name):
+        return sd["transformer." + name]
+
     state = {"tok_emb.weight": t("wte.weight"), "lm_head.weight": t("wte.weight"), "pos_emb.weight": t("wpe.weight"),
              "norm_f.weight": t("ln_f.weight"), "norm_f.bias": t("ln_f.bias")}
     for i in range(config.n_layer):
