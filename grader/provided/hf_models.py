@@ -20,9 +20,10 @@ def load_transformers():
 
 
 def seeded_weights_(module, seed, scale=1.0):
-    """Give every parameter of `module` values drawn from `seed` (not from the global RNG): matrices
-    N(0, 1 / fan) * scale, vectors (norm gains, biases) 1 + N(0, 0.1) for gains and N(0, 0.1) for biases,
-    so that every weight matters to the output. Returns the module, on the device where new tensors go."""
+    """Give every parameter of `module` values drawn from `seed` (not from the global RNG): a matrix gets
+    N(0, 1) * scale / sqrt(its smaller side), a norm's gain 1 + N(0, 0.1**2), a bias N(0, 0.1**2), so that
+    every weight matters to the output (fresh gains of one and biases of zero would hide a mix-up).
+    Returns the module, on the device where new tensors go."""
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in module.named_parameters():
