@@ -10,7 +10,8 @@ standard library's docstrings, character tokens) with the capstone's own code.
 
 And lecture 8's decoder is the course's model: loaded with the weights of assignment 2's
 `DecoderOnlyLM` (grader/provided/model.py, what a3 and a4 receive as a provided cell), it computes the
-same logits, so lecture 12 trains "the a2 decoder" without carrying a2's answer. Fast: no kernel.
+same logits, so lecture 12 trains "the a2 decoder" without carrying a2's answer. So is a6's provided
+decoder (grader/provided/real_models.py, lecture 9's options) with its defaults. Fast: no kernel.
 """
 import ast
 import math
@@ -132,3 +133,20 @@ def test_lecture_8s_decoder_computes_what_the_a2_model_computes():
         cache = tiny.make_cache(3)                                  # and with lecture 8's cache, step by step
         stepped = torch.cat([tiny(ids[:, :5], cache)] + [tiny(ids[:, t:t + 1], cache) for t in range(5, 16)], dim=1)
     assert torch.allclose(stepped, expected, atol=1e-5), "cached decoding differs from a2's model on the same ids"
+
+
+def test_a6s_provided_decoder_with_its_defaults_is_the_a2_model():
+    """a6 gives students lecture 9's decoder (grader/provided/real_models.py, one copy) and grades their
+    conversions through it; with its default options it must be a2's DecoderOnlyLM, names and logits."""
+    provided = REPO / "grader" / "provided"
+    a2 = _namespace((provided / "attention.py").read_text() + "\n" + (provided / "model.py").read_text())
+    a6 = _namespace((provided / "real_models.py").read_text(),
+                    repeat_kv=lambda x, n_rep: x.repeat_interleave(n_rep, dim=1))
+    config = dict(vocab_size=96, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_len=16)
+    torch.manual_seed(0)
+    reference = a2["DecoderOnlyLM"](**config).eval()
+    decoder = a6["Decoder"](a6["DecoderConfig"](**config)).eval()
+    decoder.load_state_dict(reference.state_dict(), strict=True)   # the same names and shapes
+    ids = torch.randint(0, 96, (3, 16), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert torch.allclose(decoder(ids), reference(ids), atol=1e-5), "a6's decoder differs from a2's model"
