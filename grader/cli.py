@@ -37,6 +37,15 @@ def cmd_release(course, args):
         print(f"{aid}: released to {release(course, aid)}")
 
 
+def cmd_lab(course, args):
+    from .labs import describe, new_lab
+    if args.new_from:
+        path = new_lab(course, args.id, args.new_from, args.bugs.split(","), args.title or f"Debugging lab: {args.id}")
+        print(f"{args.id}: wrote {path}; write its introduction and probes, then `python -m grader release {args.id}` "
+              f"and `python -m grader check {args.id}`")
+    print(describe(course, args.id))
+
+
 def cmd_check(course, args):
     from .gate import check_assignment, format_report
     ok = True
@@ -227,10 +236,12 @@ def _grading_folder(parser):
 # what each verb reads and writes, shown by `python -m grader VERB --help` (FOLDER: the grading
 # folder, course/ unless --course-dir says another)
 READS_WRITES = {
-    "sync": ("grader/provided/ and solutions/ (and lectures/)", "the provided cells of solutions/<id>/ "
-             "(and the lectures' device helper and progress bar)"),
+    "sync": ("grader/provided/, solutions/ and mutants/ (and lectures/)", "the provided cells of solutions/<id>/, a "
+             "lab's copies of its assignment and answer key (and the lectures' device helper and progress bar)"),
     "release": ("solutions/<id>/", "assignments/<id>/ (deleted and written afresh) and the assignment's record "
                 "in the gradebook"),
+    "lab": ("solutions/<id>/ and mutants/ (with --from: solutions/ASSIGNMENT/)", "nothing; with --from: "
+            "solutions/<id>/<id>.ipynb, a new lab"),
     "check": ("solutions/, assignments/, mutants/, alternatives/", "nothing (a report on stdout; exit 1 on a "
               "failure)"),
     "autograde": ("SOURCE (an LMS download, a Classroom clone, a folder, or one notebook), --times/--worksheet/"
@@ -278,6 +289,13 @@ def build_parser():
     p = verbs.add_parser("release", help="regenerate assignments/ from solutions/ (always overwriting)")
     p.add_argument("ids", nargs="*")
     p.set_defaults(run=cmd_release)
+    p = verbs.add_parser("lab", help="a debugging lab: show its bugs; with --from A --bugs x,y,z make a new one "
+                                     "from assignment A and the catalogue's mutants x, y, z")
+    p.add_argument("id")
+    p.add_argument("--from", dest="new_from", metavar="ASSIGNMENT", help="make a new lab debugging this assignment")
+    p.add_argument("--bugs", default="", help="the new lab's bugs: names in mutants/<ASSIGNMENT>.py, comma-separated")
+    p.add_argument("--title", help="the new lab's title")
+    p.set_defaults(run=cmd_lab)
     p = verbs.add_parser("check", help="quality gate: solution full, release zero, release fresh, mutants caught")
     p.add_argument("ids", nargs="*")
     p.add_argument("--skip-release-run", action="store_true", help="skip (b), the kernel run of the release")
@@ -409,7 +427,12 @@ def main(argv=None):
         raise SystemExit(f"grader: {error}") from None
     import logging
     logging.getLogger("traitlets").setLevel(logging.WARNING)   # nbgrader's INFO lines are noise here
-    return args.run(course, args) or 0
+    from .labs import LabError
+    from .release import ReleaseError
+    try:
+        return args.run(course, args) or 0
+    except (LabError, ReleaseError) as error:   # a lab or release that cannot be made says why, in a line
+        raise SystemExit(f"grader: {error}") from None
 
 
 if __name__ == "__main__":

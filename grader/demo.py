@@ -6,6 +6,7 @@ from pathlib import Path
 
 from .autograde import autograde, format_table
 from .feedback import export_csv, generate_feedback
+from .labs import bug_outcome, is_lab, lab_bugs
 from .mutants import load_catalogue
 from .release import generate_release
 from .report import build_report
@@ -62,6 +63,8 @@ def _shown(course, path):
 
 
 def _unexpected(course, aid, graded):
+    if is_lab(course, aid):
+        return _unexpected_in_lab(course, aid, graded)
     fails = {f"bug_{m.name}": set(m.fails) for m in load_catalogue(course, aid)}
     problems = []
     for s in graded:
@@ -73,4 +76,23 @@ def _unexpected(course, aid, graded):
             problems.append(f"{aid}/untouched_release scored {s.score:g}")
         elif s.student in fails and fails[s.student] and set(s.failed) != fails[s.student]:
             problems.append(f"{aid}/{s.student} failed {sorted(s.failed)}, expected {sorted(fails[s.student])}")
+    return problems
+
+
+def _unexpected_in_lab(course, aid, graded):
+    """A lab's perfect student fixed every bug and has full marks; the untouched release missed every
+    bug; missed_<bug> missed that bug only, as the feedback reads it from the failed tests."""
+    bugs = lab_bugs(course, aid)
+    problems = []
+    for s in graded:
+        if s.status != Status.GRADED:
+            problems.append(f"{aid}/{s.student}: {s.label}")
+            continue
+        _, missed, other = bug_outcome(bugs, s.failed)
+        missed = sorted(bug.name for bug in missed)
+        wanted = {"perfect": [], "untouched_release": sorted(bug.name for bug in bugs)}.get(
+            s.student, [s.student.removeprefix("missed_")])
+        if missed != wanted or (s.student == "perfect" and s.score != s.max_score):
+            problems.append(f"{aid}/{s.student} scored {s.score:g}/{s.max_score:g} and missed {missed or 'no bug'}, "
+                            f"expected {wanted or 'no bug'}")
     return problems

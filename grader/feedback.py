@@ -1,10 +1,11 @@
 """`feedback ID`: per-student HTML made by nbgrader's GenerateFeedback, configured (in
 course.py) to strip hidden test regions, so a student sees each failed check's message and the
 visible tests, never the hidden test source. The grades as CSV: export.py."""
+import re
 import warnings
 from pathlib import Path
 
-from . import compat
+from . import compat, labs
 
 
 class FeedbackError(RuntimeError):
@@ -19,7 +20,27 @@ def generate_feedback(course, assignment_id):
         result = api.generate_feedback(assignment_id, force=True)
     if not result.get("success"):
         raise FeedbackError(result.get("error") or result.get("log"))
-    return sorted((course.grading_dir / "feedback").glob(f"*/{assignment_id}/*.html"))
+    pages = sorted((course.grading_dir / "feedback").glob(f"*/{assignment_id}/*.html"))
+    if labs.is_lab(course, assignment_id):
+        add_lab_sections(course, assignment_id, pages)
+    return pages
+
+
+def add_lab_sections(course, assignment_id, pages):
+    """A debugging lab's pages open with the bugs the student missed, each with the catalogue's
+    description and the test that catches it (grader/labs.py)."""
+    from .report import load_outcomes
+    bugs = labs.lab_bugs(course, assignment_id)
+    outcomes = load_outcomes(course, assignment_id)
+    for page in pages:
+        outcome = outcomes.get(page.parent.parent.name)
+        if not outcome or outcome.get("status") != "graded":
+            continue
+        text = page.read_text()
+        section = labs.feedback_section(bugs, outcome.get("failed", []))
+        body = re.search(r"<body[^>]*>", text)
+        at = body.end() if body else 0
+        page.write_text(text[:at] + section + text[at:])
 
 
 def grade_rows(course, assignment_ids=None):

@@ -21,7 +21,7 @@ import nbformat
 import torch
 from tqdm.auto import tqdm
 
-from . import cells, pipeline
+from . import cells, labs, pipeline
 from .inprocess import run_in_process
 from .mutants import load_alternatives, load_catalogue
 from .release import release_differences, stale_provided_cells
@@ -58,6 +58,8 @@ class AssignmentReport:
 
 
 def check_assignment(course, assignment_id, run_release=True, progress=True, device=None):
+    if labs.is_lab(course, assignment_id):
+        return check_lab(course, assignment_id, run_release, progress, device)
     started = time.time()
     report = AssignmentReport(assignment_id)
     source = cells.read(course.source_notebook(assignment_id))
@@ -154,9 +156,11 @@ def _check_mutants(course, assignment_id, source, trace, points, device, progres
                                                  f"the catalogue needs at least {MIN_MUTANTS}")))
 
 
-def _check_alternatives(course, assignment_id, source, trace, points, device, progress, report):
-    """(e): the solution and each alternative, under every RNG perturbation, keep full marks."""
-    alternatives = load_alternatives(course, assignment_id)
+def _check_alternatives(course, assignment_id, source, trace, points, device, progress, report,
+                        alternatives=None, minimum=MIN_ALTERNATIVES):
+    """(e): the solution and each alternative (by default the assignment's catalogue), under every RNG
+    perturbation, keep full marks."""
+    alternatives = load_alternatives(course, assignment_id) if alternatives is None else alternatives
     not_run = [a for a in alternatives if device is not None and a.cpu_only]
     candidates = [("(reference solution)", "the solution itself", [])] + [
         (a.name, a.how, [(a.replaces, a.source)]) for a in alternatives if a not in not_run]
@@ -175,10 +179,10 @@ def _check_alternatives(course, assignment_id, source, trace, points, device, pr
         report.alternatives.append((name, how, lost, failure))
         if failure:
             losers.append(f"{name} loses {lost:g} points ({failure[:300]})")
-    enough = len(alternatives) >= MIN_ALTERNATIVES
+    enough = len(alternatives) >= minimum
     detail = "; ".join(losers) if losers else ("all keep full marks" if enough else
                                                f"only {len(alternatives)} alternatives, the catalogue needs at "
-                                               f"least {MIN_ALTERNATIVES}")
+                                               f"least {minimum}")
     if not_run:
         detail += "; not run on " + str(device) + ": " + "; ".join(f"{a.name} ({a.cpu_only})" for a in not_run)
     ran = len(alternatives) - len(not_run)
@@ -187,9 +191,10 @@ def _check_alternatives(course, assignment_id, source, trace, points, device, pr
         f"{len(RNG_SEEDS)} RNG seeds each)", not losers and enough, detail)
 
 
-def _check_release_scores_zero(course, assignment_id, full):
+def _grade_release(course, assignment_id):
     """The release through the GRADE stages in a real kernel: sandboxed where this machine has the
-    sandbox, else unsandboxed (it is the course's own notebook), with the detail saying so."""
+    sandbox, else unsandboxed (it is the course's own notebook). Returns (graded submission, why it
+    ran unsandboxed or "")."""
     without_sandbox = unavailable_reason()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "release.ipynb"
@@ -197,11 +202,122 @@ def _check_release_scores_zero(course, assignment_id, full):
         options = Options(sandboxed=without_sandbox is None, progress=False)
         with pipeline.Batch(course.with_grading_dir(Path(tmp) / "course"), assignment_id, options) as batch:
             graded = pipeline.grade(Submission("release", path), batch.prepare())
+    return graded, without_sandbox or ""
+
+
+def _check_release_scores_zero(course, assignment_id, full):
+    graded, without_sandbox = _grade_release(course, assignment_id)
     ok = graded.status == Status.GRADED and graded.score == 0
     detail = f"{graded.score:g}/{full:g}" if graded.status == Status.GRADED else graded.label
     if without_sandbox:
         detail += f" (run unsandboxed: {without_sandbox})"
     return CheckResult("(b) release runs and scores zero", ok, detail)
+
+
+# ---- a debugging lab (grader/labs.py) ----
+
+def check_lab(course, lab_id, run_release=True, progress=True, device=None):
+    """The gate for a debugging lab:
+      (a) its source, the reference code, scores full marks;
+      (b) the release, the colleague's code, loses in a real kernel exactly the test cells it loses
+          in-process with every bug planted: the points of its bugs and nothing else;
+      (c) the release, the copies of the assignment and the answer key are up to date;
+      (d) each bug, planted alone as the release plants it, fails the test cells its mutant names in
+          fails= (its own tests), and no other bug fails any of them: a student's failure in a bug's
+          own tests says that bug is still there, which the feedback and the class report rely on. A
+          bug may fail more (split_heads breaks every test that uses it); all bugs together fail
+          every bug's own tests and nothing that no bug fails alone (bugs may mask each other
+          elsewhere: a training test can pass with two bugs and fail with one);
+      (e) the assignment's correct alternatives of the bugged definitions keep full marks here.
+    """
+    started = time.time()
+    report = AssignmentReport(lab_id)
+    source = cells.read(course.source_notebook(lab_id))
+    points = cells.test_points(source)
+    full = sum(points.values())
+    try:
+        bugs = labs.lab_bugs(course, lab_id, source)
+    except labs.LabError as error:
+        report.results.append(CheckResult("(d) the lab's bugs are in the catalogue", False, str(error)))
+        report.seconds = time.time() - started
+        return report
+    trace = solution_trace(course, lab_id, device)
+    solution_records = {gid: {**rec, "observations": [dict(o) for o in rec["observations"]]}
+                        for gid, rec in trace.records.items()}
+    failed = [f"{v.grade_id}: {v.message}" for v in judge_notebook(trace, solution_records) if not v.passed]
+    errors = [f"cell {i}: {e['type']}: {e['message']}" for i, e in trace.errors]
+    report.results.append(CheckResult("(a) the fixed code (the reference) scores full marks", not failed and not errors,
+                                      f"{full:g}/{full:g}" if not failed and not errors
+                                      else "; ".join(failed + errors)[:500]))
+    bug_result, lost_together = _check_lab_bugs(course, lab_id, source, trace, points, bugs, device, progress, report)
+    if run_release and device is None:
+        report.results.append(_check_lab_release(course, lab_id, points, lost_together))
+    if device is None:
+        up_to_date = _check_up_to_date(course, lab_id, source)
+        problems = labs.lab_problems(course, lab_id, source)
+        report.results.append(CheckResult(up_to_date.name + ", copies of the assignment and answer key current",
+                                          up_to_date.ok and not problems,
+                                          "; ".join(([] if up_to_date.ok else [up_to_date.detail]) + problems)
+                                          or "identical"))
+    report.results.append(bug_result)
+    assignment = labs.debugged_assignment(course, lab_id)
+    bugged = {bug.replaces for bug in bugs}
+    chosen = [a for a in load_alternatives(course, assignment) if bugged & set(a.replaces)]
+    report.results.append(_check_alternatives(course, lab_id, source, trace, points, device, progress, report,
+                                              alternatives=chosen, minimum=1))
+    report.seconds = time.time() - started
+    return report
+
+
+def _check_lab_release(course, lab_id, points, lost):
+    full = sum(points.values())
+    graded, without_sandbox = _grade_release(course, lab_id)
+    expected = full - sum(points[g] for g in lost)
+    ok = graded.status == Status.GRADED and set(graded.failed) == lost and graded.score == expected
+    detail = (f"{graded.score:g}/{full:g}, failing {', '.join(graded.failed) or 'nothing'}"
+              if graded.status == Status.GRADED else graded.label)
+    if not ok:
+        detail += f"; expected {expected:g}/{full:g}, failing exactly {', '.join(sorted(lost))}"
+    if without_sandbox:
+        detail += f" (run unsandboxed: {without_sandbox})"
+    return CheckResult("(b) the colleague's code loses exactly its bugs' points", ok, detail)
+
+
+def _check_lab_bugs(course, lab_id, source, trace, points, bugs, device, progress, report):
+    """(d), and the test cells the colleague's code (every bug planted) fails."""
+    planted = [(bug, labs.plant_bugs(course, lab_id, nbformat.from_dict(source), [bug.name])) for bug in bugs]
+    planted.append((None, labs.plant_bugs(course, lab_id, nbformat.from_dict(source))))
+    failing, problems = {}, []
+    for bug, nb in tqdm(planted, desc=f"bugs {lab_id}", unit="run", disable=not progress):
+        records, errors = run_in_process(nb, device=device)
+        failing[bug.name if bug else None] = ({v.grade_id for v in judge_notebook(trace, records) if not v.passed},
+                                             errors)
+    union = set().union(*(failing[bug.name][0] for bug in bugs))
+    for bug in bugs:
+        cells_failed, errors = failing[bug.name]
+        trouble = []
+        if not bug.tests:
+            trouble.append("its mutant names no test cell in fails=, so the feedback could not say what catches it")
+        if missing := set(bug.tests) - cells_failed:
+            trouble.append(f"passes {', '.join(sorted(missing))}, which its fails= names")
+        for other in bugs:
+            if other is not bug and (shared := set(bug.tests) & failing[other.name][0]):
+                trouble.append(f"{other.name} fails {', '.join(sorted(shared))} too, so a failure there would not "
+                               "say which bug is left")
+        if errors:
+            trouble.append(f"a cell errs: {errors[0][1]['type']}: {errors[0][1]['message'][:120]}")
+        report.mutants.append((bug.name, bug.description, sum(points[g] for g in cells_failed),
+                               sorted(cells_failed), not trouble))
+        problems += [f"{bug.name}: {t}" for t in trouble]
+    together, errors = failing[None]
+    own = {test for bug in bugs for test in bug.tests}
+    ok = own <= together <= union and not errors
+    report.mutants.append(("(all bugs)", "the colleague's code", sum(points[g] for g in together), sorted(together), ok))
+    if not ok:
+        problems.append(f"all bugs together fail {sorted(together)}: expected every bug's own tests "
+                        f"{sorted(own)} and nothing a bug alone does not fail ({sorted(union)})")
+    return CheckResult(f"(d) each bug fails its own tests, and only it ({len(bugs)} bugs)", not problems,
+                       "; ".join(problems) or "all attributable"), together
 
 
 def format_report(report):

@@ -25,6 +25,7 @@ takes points from correct work written another way is a wrong test.
 import ast
 import importlib.util
 import inspect
+import re
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ class Mutant:
     bug: str
     source: str  # code that rebinds the replaced names when executed in the notebook's namespace
     fails: tuple = ()
+    definition: str = ""   # its definition as written, named as what it replaces (a debugging lab plants it)
 
 
 @dataclass
@@ -75,6 +77,16 @@ def _rebinding_source(obj, target, preamble):
     return preamble + ast.unparse(tree)
 
 
+def _definition_text(obj, target):
+    """The entry's source as written (comments and layout kept), without its decorator, its name
+    replaced by `target`."""
+    text = textwrap.dedent(inspect.getsource(obj))
+    definition = ast.parse(text).body[0]
+    lines = text.splitlines(keepends=True)[definition.lineno - 1:]
+    lines[0] = re.sub(rf"^(\s*(?:async\s+)?(?:def|class)\s+){re.escape(obj.__name__)}\b", rf"\g<1>{target}", lines[0])
+    return "".join(lines)
+
+
 def _preamble(path):
     """The catalogue's imports and private helpers (functions and classes whose names start
     with _), which an entry may use: executed in the notebook's namespace before the entry."""
@@ -106,17 +118,17 @@ def _entries(path, marker):
             replaces = value[0]
             source = _rebinding_source(obj, replaces[0], preamble)
             source += "".join(f"\n{other} = {replaces[0]}" for other in replaces[1:])
-            found.append((name, value, source))
+            found.append((name, value, source, _definition_text(obj, replaces[0])))
     return found
 
 
 def load_catalogue(course, assignment_id):
     """The mutants of mutants/<assignment id>.py."""
-    return [Mutant(name, replaces, bug, source, fails) for name, (replaces, bug, fails), source
+    return [Mutant(name, replaces, bug, source, fails, definition) for name, (replaces, bug, fails), source, definition
             in _entries(course.mutants_dir / f"{assignment_id}.py", "__mutant__")]
 
 
 def load_alternatives(course, assignment_id):
     """The correct alternatives of alternatives/<assignment id>.py."""
-    return [Alternative(name, replaces, how, source, cpu_only) for name, (replaces, how, cpu_only), source
+    return [Alternative(name, replaces, how, source, cpu_only) for name, (replaces, how, cpu_only), source, _
             in _entries(course.alternatives_dir / f"{assignment_id}.py", "__alternative__")]

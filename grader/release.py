@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import cells
+from . import cells, labs
 from .provided import provided_source
 
 
@@ -24,8 +24,9 @@ def stale_provided_cells(nb):
 
 
 def sync_provided(course, assignment_id):
-    """Rewrite the provided cells and the device helper region of a source notebook; returns the
-    files it refreshed."""
+    """Rewrite the provided cells and the device helper region of a source notebook, and a
+    debugging lab's copies of its assignment and answer key (grader/labs.py); returns what it
+    refreshed."""
     path = course.source_notebook(assignment_id)
     nb = cells.read(path)
     stale = stale_provided_cells(nb)
@@ -33,9 +34,11 @@ def sync_provided(course, assignment_id):
         if name := cells.provided_file(cell):
             cell.source = provided_source(name).strip("\n")
     device_refreshed = apply_device_helper(nb)
-    if stale or device_refreshed:
+    lab_refreshed = labs.lab_spec(nb) is not None and labs.sync_lab(course, assignment_id, nb)
+    if stale or device_refreshed or lab_refreshed:
         nbformat.write(nb, str(path))
-    return [name for _, name in stale] + ([DEVICE_FILE] if device_refreshed else [])
+    return ([name for _, name in stale] + ([DEVICE_FILE] if device_refreshed else [])
+            + ([f"the copies of {labs.lab_spec(nb)['assignment']} and the answer key"] if lab_refreshed else []))
 
 
 # ---- the device helper: one region of the setup cell, copied from grader/provided/device.py ----
@@ -178,11 +181,17 @@ def stale_device_helpers(course, paths=None):
 
 def generate_release(course, assignment_id, release_dir, db_url=None):
     """Run nbgrader's generate_assignment from solutions/ into release_dir (forced), recording the
-    assignment in the gradebook at `db_url` (default: the course's)."""
+    assignment in the gradebook at `db_url` (default: the course's); in a debugging lab, then plant
+    the bugs in the released code."""
     api = course.nbgrader_api(release_dir=Path(release_dir), db_url=db_url)
     result = api.generate_assignment(assignment_id, force=True, create=True)
     if not result.get("success"):
         raise ReleaseError(f"nbgrader could not generate {assignment_id}:\n{result.get('error') or result.get('log')}")
+    if labs.is_lab(course, assignment_id):
+        try:
+            labs.plant_in_release(course, assignment_id, Path(release_dir))
+        except labs.LabError as error:
+            raise ReleaseError(str(error)) from error
     return Path(release_dir) / assignment_id
 
 

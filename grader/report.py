@@ -6,7 +6,7 @@ import html
 import io
 import json
 
-from . import cells
+from . import cells, labs
 from .submission import Status
 
 
@@ -129,12 +129,13 @@ def build_report(course, assignment_id):
     missing = "".join(f"<tr><td>{html.escape(o['student'])}</td><td>{html.escape(o['reason'])}</td></tr>"
                       for o in sorted(not_graded, key=lambda o: o["student"])) or "<tr><td colspan=2>none</td></tr>"
     mean = sum(o["score"] for o in graded) / len(graded) if graded else 0.0
+    bugs = lab_table(course, assignment_id, graded) if labs.is_lab(course, assignment_id) else ""
     page = f"""<!doctype html><meta charset="utf-8"><title>{assignment_id}: class report</title>
 <style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto}}td,th{{padding:2px 12px;text-align:left}}</style>
 <h1>{assignment_id}: class report</h1>
 <p>{len(outcomes)} submissions; mean auto-graded score {mean:.1f} / {max_score:g}.</p>
 <img alt="score histogram and failure rates" src="data:image/png;base64,{image}" style="max-width:100%">
-<h2>Failure rate per test</h2><table><tr><th>test</th><th>points</th><th>failed by</th></tr>{rows}</table>
+{bugs}<h2>Failure rate per test</h2><table><tr><th>test</th><th>points</th><th>failed by</th></tr>{rows}</table>
 <h2>Not graded</h2><table><tr><th>student</th><th>reason</th></tr>{missing}</table>
 <h2>Students</h2><table><tr><th>student</th><th>auto-graded score</th><th>failed tests</th><th>late</th></tr>
 {students}</table>
@@ -143,3 +144,18 @@ def build_report(course, assignment_id):
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(page)
     return target
+
+
+def lab_table(course, assignment_id, graded):
+    """A debugging lab's bugs: how many graded students found (fixed) each one, and who missed it."""
+    bugs = labs.lab_bugs(course, assignment_id)
+    missed_by = {bug.name: [] for bug in bugs}
+    for outcome in graded:
+        for bug in labs.bug_outcome(bugs, outcome["failed"])[1]:
+            missed_by[bug.name].append(outcome["student"])
+    rows = "".join(
+        f"<tr><td>{bug.number}</td><td><code>{html.escape(bug.replaces)}</code>: {html.escape(bug.description)}</td>"
+        f"<td>{html.escape(', '.join(bug.tests))}</td><td>{len(graded) - len(missed_by[bug.name])} of {len(graded)}</td>"
+        f"<td>{html.escape(', '.join(sorted(missed_by[bug.name])) or '-')}</td></tr>" for bug in bugs)
+    return ("<h2>Bugs found by the class</h2><table><tr><th>bug</th><th>what it is</th><th>its tests</th>"
+            f"<th>found by</th><th>missed by</th></tr>{rows}</table>")

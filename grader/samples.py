@@ -6,6 +6,7 @@ import re
 import nbformat
 
 from . import cells
+from .labs import is_lab, lab_bugs, plant_bugs
 from .mutants import load_catalogue
 
 _MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*\n", re.MULTILINE)
@@ -20,6 +21,7 @@ DEMO_BUGS = {
                               "state_not_carried"],
     "a6_real_models": ["c_attn_kqv_order", "rotary_offset_ignored", "repeat_kv_tiled", "llama_lm_head_copied"],
 }
+LAB_DEMO_MISSES = 2   # a lab's demo students: one per bug left in, for the first bugs
 
 
 def release_notebook(course, assignment_id):
@@ -54,12 +56,24 @@ def buggy_submission(course, assignment_id, mutant_name):
     raise ValueError(f"no solution cell defines {mutant.replaces}")
 
 
+def lab_submission(course, lab_id, left):
+    """A debugging lab's perfect submission with the bugs named in `left` still in its code: a
+    student who found and fixed all the others."""
+    return plant_bugs(course, lab_id, perfect_submission(course, lab_id), left)
+
+
 def write_demo_submissions(course, assignment_id, folder):
     """Write the demo's students into folder/<student>.ipynb; returns {student: expectation}."""
     folder.mkdir(parents=True, exist_ok=True)
     expectations = {"perfect": "full marks", "untouched_release": "zero"}
     nbformat.write(perfect_submission(course, assignment_id), str(folder / "perfect.ipynb"))
     nbformat.write(release_notebook(course, assignment_id), str(folder / "untouched_release.ipynb"))
+    if is_lab(course, assignment_id):   # a lab's students fixed every bug but one (the first two bugs)
+        expectations["untouched_release"] = "every bug missed"
+        for bug in lab_bugs(course, assignment_id)[:LAB_DEMO_MISSES]:
+            nbformat.write(lab_submission(course, assignment_id, [bug.name]), str(folder / f"missed_{bug.name}.ipynb"))
+            expectations[f"missed_{bug.name}"] = f"misses {bug.name} only"
+        return expectations
     for name in DEMO_BUGS.get(assignment_id, []):
         nb, mutant = buggy_submission(course, assignment_id, name)
         nbformat.write(nb, str(folder / f"bug_{name}.ipynb"))

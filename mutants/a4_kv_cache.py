@@ -171,11 +171,17 @@ def prefill_without_mask(attn, x, cache, layer):
 @mutant("cached_attention", "causal mask not shifted by the cached length (tril() on an (L, length+L) mask)",
         fails=("test_cached_attention", "test_cached_logits_match"))
 def mask_not_shifted(attn, x, cache, layer):
-    q, k, v = _project(attn, x)
-    start, new = cache.length, x.shape[1]
-    keys, values = cache.append(layer, k, v)
-    mask = torch.ones(new, start + new, dtype=torch.bool, device=x.device).tril()
-    out, _ = scaled_dot_product_attention(q, keys, values, mask)
+    new = x.shape[1]
+    start = cache.length
+    q = split_heads(attn.q_proj(x), attn.n_heads)               # (B, H, L, Dh)
+    k = split_heads(attn.k_proj(x), attn.n_heads)
+    v = split_heads(attn.v_proj(x), attn.n_heads)
+    keys, values = cache.append(layer, k, v)                     # (B, H, start + L, Dh)
+    mask = None
+    if new > 1:
+        mask = torch.ones(new, start + new, dtype=torch.bool, device=x.device).tril()
+    out, weights = scaled_dot_product_attention(q, keys, values, mask)
+    attn.last_attn_weights = weights
     return attn.o_proj(merge_heads(out))
 
 
