@@ -6,6 +6,7 @@ import warnings
 from pathlib import Path
 
 from . import compat, labs
+from .submission import Status
 
 
 class FeedbackError(RuntimeError):
@@ -34,7 +35,7 @@ def add_lab_sections(course, assignment_id, pages):
     outcomes = load_outcomes(course, assignment_id)
     for page in pages:
         outcome = outcomes.get(page.parent.parent.name)
-        if not outcome or outcome.get("status") != "graded":
+        if not outcome or outcome.get("status") != Status.GRADED:
             continue
         text = page.read_text()
         section = labs.feedback_section(bugs, outcome.get("failed", []))

@@ -312,7 +312,8 @@ def _check_lab_bugs(course, lab_id, source, trace, points, bugs, device, progres
     together, errors = failing[None]
     own = {test for bug in bugs for test in bug.tests}
     ok = own <= together <= union and not errors
-    report.mutants.append(("(all bugs)", "the colleague's code", sum(points[g] for g in together), sorted(together), ok))
+    lost = sum(points[g] for g in together)
+    report.mutants.append(("(all bugs)", "the colleague's code", lost, sorted(together), ok))
     if not ok:
         problems.append(f"all bugs together fail {sorted(together)}: expected every bug's own tests "
                         f"{sorted(own)} and nothing a bug alone does not fail ({sorted(union)})")

@@ -263,6 +263,16 @@ def plant_in_release(course, lab_id, release_dir):
     nbformat.write(plant_bugs(course, lab_id, cells.read(path)), str(path))
 
 
+def secret_lines(course, assignment_id):
+    """cells.secret_lines of an assignment's source, less, in a lab, the lines of the colleague's code
+    students are given (a test of generate and a planted generate may share a line)."""
+    secret = cells.secret_lines(cells.read(course.source_notebook(assignment_id)))
+    if not is_lab(course, assignment_id):
+        return secret
+    given = plant_bugs(course, assignment_id, cells.read(course.source_notebook(assignment_id)))
+    return secret - {line.strip() for c in given.cells if cells.is_answer_cell(c) for line in c.source.splitlines()}
+
+
 # ---- after grading: which bugs a student found ----
 
 def bug_outcome(bugs, failed):

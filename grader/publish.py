@@ -24,7 +24,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import cells
+from . import cells, labs
 
 MARKER = ".course-publish.json"            # in DEST: what was published, from which commit
 TEMPLATE = Path("docs") / "student-readme.md"  # in the course: the student README, to fill in
@@ -94,6 +94,10 @@ def publish(course, dest, force=False, assignments=None, public_repo=None, commi
     for earlier, later, where in provided:
         print(f"  note: {later} gives {earlier}'s answers as provided code ({where}): "
               f"publish {later} only after {earlier} is due")
+    for lab in [aid for aid in ids if labs.is_lab(course, aid)]:
+        earlier = labs.debugged_assignment(course, lab)
+        print(f"  note: {lab} gives {earlier}'s answers as the colleague's code (a debugging lab): "
+              f"publish {lab} only after {earlier} is due")
     if not public_repo:
         print(f"  note: the Colab links point at github.com/{PLACEHOLDER_REPO}; set GRADER_PUBLIC_REPO=owner/name "
               "(or give DEST a GitHub remote `origin`) and publish again")
@@ -253,7 +257,7 @@ def self_check(course, dest, ids):
             problems += [f"{path.relative_to(dest)}: '{m}' marker" for m in MARKERS if m in text]
     for aid in ids:
         release = dest / "assignments" / aid / f"{aid}.ipynb"
-        secret = cells.secret_lines(cells.read(course.source_notebook(aid)))
+        secret = labs.secret_lines(course, aid)
         shown = {line.strip() for cell in cells.read(release).cells for line in cell.source.splitlines()}
         problems += [f"assignments/{aid}: hidden test line: {line[:60]}" for line in sorted(secret & shown)[:3]]
         own = notebook_lines(release)

@@ -155,7 +155,8 @@ def lab_table(course, assignment_id, graded):
             missed_by[bug.name].append(outcome["student"])
     rows = "".join(
         f"<tr><td>{bug.number}</td><td><code>{html.escape(bug.replaces)}</code>: {html.escape(bug.description)}</td>"
-        f"<td>{html.escape(', '.join(bug.tests))}</td><td>{len(graded) - len(missed_by[bug.name])} of {len(graded)}</td>"
+        f"<td>{html.escape(', '.join(bug.tests))}</td>"
+        f"<td>{len(graded) - len(missed_by[bug.name])} of {len(graded)}</td>"
         f"<td>{html.escape(', '.join(sorted(missed_by[bug.name])) or '-')}</td></tr>" for bug in bugs)
     return ("<h2>Bugs found by the class</h2><table><tr><th>bug</th><th>what it is</th><th>its tests</th>"
             f"<th>found by</th><th>missed by</th></tr>{rows}</table>")

@@ -8,6 +8,7 @@ from grader.inprocess import run_in_process
 from grader.mutants import load_alternatives
 from grader.provided import checks_source
 from grader.stages.judge import Trace, judge_notebook
+from support import ASSIGNMENT_IDS
 
 
 def _cell(source, **nbgrader):
@@ -95,7 +96,7 @@ def test_seeded_inputs_are_the_same_whatever_the_global_generator_did():
 
 
 def test_every_assignment_has_a_catalogue_of_alternatives(course):
-    for assignment_id in course.assignment_ids():
+    for assignment_id in ASSIGNMENT_IDS:   # a debugging lab uses its assignment's
         alternatives = load_alternatives(course, assignment_id)
         assert len(alternatives) >= 4, assignment_id
         assert all(a.how and a.source for a in alternatives)

@@ -2,13 +2,13 @@
 under assignments/). Feedback pages are checked by the corpus test on real graded output."""
 import pytest
 
-from grader import cells
-from support import ASSIGNMENT_IDS
+from grader import cells, labs
+from support import ASSIGNMENT_IDS, LAB_IDS
 
 
-@pytest.mark.parametrize("assignment_id", ASSIGNMENT_IDS)
+@pytest.mark.parametrize("assignment_id", ASSIGNMENT_IDS + LAB_IDS)
 def test_release_has_no_hidden_test_text(course, assignment_id):
-    secret = cells.secret_lines(cells.read(course.source_notebook(assignment_id)))
+    secret = labs.secret_lines(course, assignment_id)
     assert len(secret) > 10, "expected hidden tests in the source notebook"
     for path in (course.release_dir / assignment_id).rglob("*"):
         if path.is_file():

@@ -19,6 +19,7 @@ What counts as a leak:
 """
 import ast
 import contextlib
+import functools
 import io
 import json
 import re
@@ -29,11 +30,29 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from grader import labs
+from grader.cells import read as cells_of
+from grader.labs import lab_bugs, lab_spec
 from grader.publish import PublishError, publish, student_readme, syllabus_table
-from support import ASSIGNMENT_IDS, COURSE
+from support import ASSIGNMENT_IDS, COURSE, LAB_IDS
 
 REPO = Path(__file__).resolve().parent.parent
 ALL = ASSIGNMENT_IDS
+LAB_OF = {lab: labs.debugged_assignment(COURSE, lab) for lab in LAB_IDS}
+
+
+def _lab_of_file(name):
+    """The debugging lab a published file belongs to, or None."""
+    parts = name.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "assignments" and parts[1] in LAB_IDS else None
+
+
+@functools.lru_cache(maxsize=None)
+def planted_lines(lab):
+    """The stripped lines of a lab's colleague's code (its release's answer cells)."""
+    given = labs.plant_bugs(COURSE, lab, cells_of(COURSE.source_notebook(lab)))
+    answers = [c for c in given.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")]
+    return {line.strip() for c in answers for line in c.source.splitlines()}
 EXPECTED_TOP = {".git", ".gitignore", ".course-publish.json", "README.md", "LICENSE", "environment.yml",
                 "requirements.txt", "lectures", "assignments", "docs"}
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
@@ -219,7 +238,7 @@ def test_no_solution_region(published):
     for name, aid, first in solution_leaks(dest):
         block = next(b for a, b in regions if a == aid and b[0] == first)
         later = name.split("/")[1] if name.startswith("assignments/") else None
-        assert later and later != aid and provided_copies(dest, name, block), \
+        assert later and later != aid and (LAB_OF.get(later) == aid or provided_copies(dest, name, block)), \
             f"{name} holds {aid}'s solution ({first!r} ...)"
         assert f"{later} gives {aid}'s answers" in output, \
             f"{name} holds {aid}'s answer as provided code, and publish did not say so:\n{output}"
@@ -245,11 +264,18 @@ def test_no_hidden_test_text(published):
     files = text_files(dest)
     for name, lines in files.items():
         raw = (dest / name).read_text(errors="ignore")
+        if (lab := _lab_of_file(name)) is not None:   # its colleague's code is given: the planted mutants' lines
+            lines = set(lines) - planted_lines(lab)
+            given = planted_lines(lab)
+            raw = "\n".join(line for line in raw.splitlines() if line.strip() not in given)
         for marker in ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "BEGIN SOLUTION", "END SOLUTION"):
             assert marker not in raw, f"{name} carries the nbgrader marker {marker!r}"
         shown = {line.strip() for line in raw.splitlines()} | set(lines)
         leaked = sorted(course_secrets & shown)
         assert not leaked, f"{name} carries hidden-test lines: {leaked[:3]}"
+    for aid in LAB_IDS:
+        own = labs.secret_lines(COURSE, aid)
+        assert not own & set(files[f"assignments/{aid}/{aid}.ipynb"]), f"{aid}'s release carries its hidden-test lines"
     for aid, path in zip(ALL, sources):
         own = hidden_only([path])
         shown = {line for line in files[f"assignments/{aid}/{aid}.ipynb"]}
@@ -268,9 +294,16 @@ def test_no_mutant_or_alternative_text(published):
     for name, lines in files.items():
         raw = (dest / name).read_text(errors="ignore")
         assert "@mutant(" not in raw and "@alternative(" not in raw, f"{name} carries a catalogue decorator"
+        lab = _lab_of_file(name)
+        planted = set(lab_spec(cells_of(COURSE.source_notebook(lab)))["bugs"]) if lab else set()
         for file, entry, body in entries:
-            if len(body) >= 2:
+            if len(body) >= 2 and not (entry in planted and file == f"mutants/{LAB_OF[lab]}.py"):
                 assert not contains(lines, body), f"{name} carries {file}'s {entry}"
+    for lab in LAB_IDS:   # a lab carries exactly its bugs, as its catalogue writes them
+        lines = files[f"assignments/{lab}/{lab}.ipynb"]
+        for bug in lab_bugs(COURSE, lab):
+            body = [line.strip() for line in bug.definition.splitlines()[1:] if line.strip()]
+            assert contains(lines, body[-1:]), f"{lab} should carry its bug {bug.name}"
 
 
 @pytest.mark.kernel

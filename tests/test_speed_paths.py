@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from grader import cells
-from support import ASSIGNMENT_IDS
+from support import ASSIGNMENT_IDS, LAB_IDS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -193,7 +193,7 @@ def _costly_calls_outside_guard(source):
     return sorted(set(calls(n for n in tree.body if not isinstance(n, definitions))) - guarded)
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENT_IDS)
+@pytest.mark.parametrize("assignment", ASSIGNMENT_IDS + LAB_IDS)
 def test_demo_cells_that_draw_time_or_train_are_skipped_while_autograding(course, assignment):
     """The autograder runs every cell for every student: a plot costs 0.1-0.6 CPU-s, a timing or a
     training run seconds, and neither is graded. Each such demo cell starts with `if AUTOGRADING:`."""

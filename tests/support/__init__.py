@@ -7,4 +7,5 @@ from grader.course import Course
 
 REPO = Path(__file__).resolve().parents[2]
 COURSE = Course(REPO)                       # the checkout's course, for parametrizing at collection
-ASSIGNMENT_IDS = COURSE.assignment_ids()
+LAB_IDS = [aid for aid in COURSE.assignment_ids() if aid.startswith("debug_")]   # debugging labs (grader/labs.py)
+ASSIGNMENT_IDS = [aid for aid in COURSE.assignment_ids() if aid not in LAB_IDS]
