@@ -294,9 +294,12 @@ def feedback_section(bugs, failed):
     parts = [f"<h2>Debugging lab: you fixed {len(found)} of {len(bugs)} bugs</h2>"]
     parts.append(f"<p>Still in your code:</p><ul>{items}</ul>" if missed else
                  "<p>Every planted bug is fixed: each test that catches one passes.</p>")
-    if other:
-        parts.append("<p>Tests that fail and catch none of the planted bugs (a fix that broke something "
-                     f"else?): {html.escape(', '.join(other))}</p>")
+    if other and missed:
+        parts.append(f"<p>Also failing: {html.escape(', '.join(other))}. A bug above can break the tests of the code "
+                     "that calls it; fix those first.</p>")
+    elif other:
+        parts.append(f"<p>Failing, though every planted bug is fixed: {html.escape(', '.join(other))}. A fix that "
+                     "broke something else?</p>")
     return ('<div class="debugging-lab" style="border:2px solid #4c72b0;padding:0.5em 1em;margin:1em 0">'
             + "".join(parts) + "</div>")
 

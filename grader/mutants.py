@@ -84,6 +84,11 @@ def _definition_text(obj, target):
     definition = ast.parse(text).body[0]
     lines = text.splitlines(keepends=True)[definition.lineno - 1:]
     lines[0] = re.sub(rf"^(\s*(?:async\s+)?(?:def|class)\s+){re.escape(obj.__name__)}\b", rf"\g<1>{target}", lines[0])
+    # a signature over several lines: its continuation lines stay aligned with the opening parenthesis
+    shift = len(target) - len(obj.__name__)
+    for i in range(1, definition.body[0].lineno - definition.lineno):
+        if shift and lines[i].startswith(" "):
+            lines[i] = " " * max(0, len(lines[i]) - len(lines[i].lstrip(" ")) + shift) + lines[i].lstrip(" ")
     return "".join(lines)
 
 

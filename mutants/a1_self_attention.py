@@ -67,10 +67,11 @@ def fully_masked_rows_nan(q, k, v, mask=None):
 @mutant("scaled_dot_product_attention", "masks with -1e9: fully blocked rows become uniform, not zero",
         fails=("test_sdpa_masks",))
 def mask_with_large_negative(q, k, v, mask=None):
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)            # (..., Lq, Lk)
     if mask is not None:
-        scores = scores.masked_fill(~mask, -1e9)
-    weights = torch.softmax(scores, dim=-1)
+        scores = scores.masked_fill(~mask, -1e9)                 # blocked keys: weight ~0 after the softmax
+    weights = torch.softmax(scores, dim=-1)                     # each row sums to 1
     return weights @ v, weights
 
 
@@ -125,7 +126,12 @@ def loop_default_dtype(q, k, v):
 
 @mutant("attention_loop", "forgets the 1/sqrt(d_k) scale in the loop", fails=("test_attention_loop",))
 def loop_missing_scale(q, k, v):
-    return torch.stack([torch.softmax(k @ query, dim=0) @ v for query in q])
+    rows = []
+    for query in q:                                   # query: (dk,)
+        scores = k @ query                            # (Lk,)
+        weights = torch.softmax(scores, dim=0)        # (Lk,)
+        rows.append(weights @ v)                      # (dv,)
+    return torch.stack(rows)
 
 
 @mutant("attention_loop", "not a loop: the matrix form softmax(q @ k.T / sqrt(d_k)) @ v (right numbers, "
@@ -156,12 +162,16 @@ def loops_over_keys(q, k, v):
 class context_ignored(nn.Module):
     def __init__(self, d_model, d_k, d_v=None):
         super().__init__()
+        d_v = d_k if d_v is None else d_v
         self.q_proj = nn.Linear(d_model, d_k, bias=False)
         self.k_proj = nn.Linear(d_model, d_k, bias=False)
-        self.v_proj = nn.Linear(d_model, d_k if d_v is None else d_v, bias=False)
+        self.v_proj = nn.Linear(d_model, d_v, bias=False)
 
     def forward(self, x, context=None, mask=None):
-        return scaled_dot_product_attention(self.q_proj(x), self.k_proj(x), self.v_proj(x), mask)
+        q = self.q_proj(x)               # (B, Lq, d_k)
+        k = self.k_proj(x)               # (B, Lk, d_k)
+        v = self.v_proj(x)               # (B, Lk, d_v)
+        return scaled_dot_product_attention(q, k, v, mask)
 
 
 @mutant("SelfAttention", "values projected with k_proj (copy-paste slip)")
@@ -302,6 +312,8 @@ class positions_from_one(nn.Module):
         self.embedding = nn.Embedding(max_len, d_model)
 
     def forward(self, x):
-        if x.shape[1] >= self.max_len:
-            raise ValueError("too long")
-        return x + self.embedding(torch.arange(1, x.shape[1] + 1, device=x.device))
+        seq_len = x.shape[1]
+        if seq_len >= self.max_len:
+            raise ValueError(f"sequence length {seq_len} exceeds max_len={self.max_len}")
+        positions = torch.arange(1, seq_len + 1, device=x.device)   # (L,)
+        return x + self.embedding(positions)                        # (B, L, d) + (L, d)

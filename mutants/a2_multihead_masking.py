@@ -397,8 +397,10 @@ class lm_no_positions(_LM):
 
 @mutant("lm_loss", "labels not shifted: logits at t scored against token t", fails=("test_lm_loss",))
 def loss_not_shifted(logits, ids, ignore_index=None):
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids.reshape(-1),
-                           ignore_index=-100 if ignore_index is None else ignore_index)
+    vocab_size = logits.shape[-1]
+    predictions = logits.reshape(-1, vocab_size)             # every position
+    targets = ids.reshape(-1)                                # every token
+    return F.cross_entropy(predictions, targets, ignore_index=-100 if ignore_index is None else ignore_index)
 
 
 @mutant("lm_loss", "shifted the wrong way: logits[:, 1:] against ids[:, :-1]", fails=("test_lm_loss",))

@@ -230,7 +230,11 @@ def uses_builtin_sdpa(attn, x, cache, layer):
 @mutant("lm_make_cache", "ignores max_len: always allocates the model's max_len",
         fails=("test_make_cache_memory",))
 def ignores_max_len(self, batch_size, max_len=None):
-    d_model, n_heads = self.tok_emb.embedding_dim, self.blocks[0].attn.n_heads
+    max_len = self.max_len if max_len is None else max_len
+    if max_len > self.max_len:
+        raise ValueError(f"cache max_len={max_len} exceeds the model's max_len={self.max_len}")
+    d_model = self.tok_emb.embedding_dim
+    n_heads = self.blocks[0].attn.n_heads
     weight = self.lm_head.weight
     return KVCache(len(self.blocks), batch_size, n_heads, d_model // n_heads, self.max_len,
                    dtype=weight.dtype, device=weight.device)
@@ -435,9 +439,14 @@ def no_argument_checks(logits, temperature=1.0, top_k=None, top_p=None):
 @mutant("sample_next_token", "a negative temperature is taken as greedy (temperature <= 0) instead of refused",
         fails=("test_sampling_edge_cases",))
 def negative_temperature_greedy(logits, temperature=0.0, top_k=None, top_p=None, generator=None):
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"top_k must be at least 1 (or None), got {top_k}")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1] (or None), got {top_p}")
     if temperature <= 0:
         return logits.argmax(dim=-1)
-    return torch.multinomial(next_token_probs(logits, temperature, top_k, top_p), 1, generator=generator).squeeze(-1)
+    probs = next_token_probs(logits, temperature, top_k, top_p)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
 @mutant("sample_next_token", "does not pass top_p on to next_token_probs (top-p silently ignored)",
@@ -566,18 +575,30 @@ def whole_sequence_every_step(model, prompt_ids, max_new_tokens, use_cache=True,
 def uncached_without_context(model, prompt_ids, max_new_tokens, use_cache=True, temperature=0.0, top_k=None,
                              top_p=None, generator=None):
     batch, prompt_len = prompt_ids.shape
-    if prompt_len + max_new_tokens > model.max_len:
-        raise ValueError("too long")
-    ids = prompt_ids
+    if prompt_len + max_new_tokens > model.max_len:          # before any work
+        raise ValueError(f"a prompt of {prompt_len} tokens + {max_new_tokens} new ones exceeds the model's "
+                         f"max_len={model.max_len}")
+    model_device = next(model.parameters()).device
+    out = torch.empty(batch, prompt_len + max_new_tokens, dtype=torch.long, device=model_device)
+    out[:, :prompt_len] = prompt_ids
+    if max_new_tokens == 0:
+        return out.to(prompt_ids.device)
     with torch.no_grad():
-        cache = model.make_cache(batch, max_len=prompt_len + max_new_tokens) if use_cache else None
-        logits = model(ids, cache=cache)[:, -1]
+        if use_cache:
+            cache = model.make_cache(batch, max_len=prompt_len + max_new_tokens)
+            logits = model(out[:, :prompt_len], cache=cache)[:, -1]          # prefill
+        else:
+            logits = model(out[:, :prompt_len])[:, -1]
         for step in range(max_new_tokens):
-            token = sample_next_token(logits, temperature, top_k, top_p=top_p, generator=generator)
-            ids = torch.cat([ids, token[:, None]], dim=1)
-            if step < max_new_tokens - 1:
-                logits = model(token[:, None], cache=cache)[:, -1]
-    return ids
+            position = prompt_len + step
+            out[:, position] = sample_next_token(logits, temperature, top_k, top_p=top_p, generator=generator)
+            if step == max_new_tokens - 1:
+                break
+            if use_cache:
+                logits = model(out[:, position:position + 1], cache=cache)[:, -1]   # one new token
+            else:
+                logits = model(out[:, position:position + 1])[:, -1]                # the new token
+    return out.to(prompt_ids.device)
 
 
 @mutant("generate", "no length check of its own: without the cache the model runs step after step until its own "

@@ -51,6 +51,7 @@ def test_attribution_reads_each_bug_from_its_own_tests():
     page = feedback_section(bugs, ["t3", "t9"])
     assert "fixed 1 of 2 bugs" in page and "forgets pi" in page and "t2, t3" in page and "t9" in page
     assert "Every planted bug is fixed" in feedback_section(bugs, [])
+    assert "broke something else" in feedback_section(bugs, ["t9"]) and "fix those first" in page
 
 
 @pytest.mark.parametrize("lab", LAB_IDS)
