@@ -88,3 +88,18 @@ def test_the_class_report_counts_who_found_each_bug(course):
     assert "1 of 2" in table and "ben" in table and "2 of 2" in table
     assert labs.debugged_assignment(course, lab) in {"a1_self_attention", "a2_multihead_masking", "a3_flops_io",
                                                      "a4_kv_cache"}
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("lab", LAB_IDS)
+def test_the_colleagues_code_runs_top_to_bottom_without_an_error(course, lab, tmp_path):
+    """As a student opens it: every cell of the release runs, the probes included; the bugs are wrong
+    numbers, never exceptions."""
+    from nbclient import NotebookClient
+
+    nb = cells.read(course.release_notebook(lab))
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
+    assert not errors, f"{lab}: {errors[0]['ename']}: {errors[0]['evalue']}"
+    shown = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "DIFFER" not in shown and "NO " not in shown, f"{lab}'s probes give a bug away:\n{shown}"
