@@ -336,6 +336,11 @@ def new_lab(course, lab_id, assignment_id, bugs, title):
         it holds **{len(bugs)} bugs**. Find each one, fix it where it is, and explain it in
         *Your findings*. The assignment's tests grade your fixed code; they are hidden, and nothing
         in this notebook says which functions are wrong.
+
+        **Where to run it.** Locally: `jupyter lab` in the course environment. On Colab or Kaggle: upload
+        this one file (or open it from GitHub); nothing needs installing: the runtime's torch and
+        matplotlib are all it uses. A GPU runtime works but is not needed. *Restart & Run All* before
+        you submit.
         """), *setup,
         _markdown("## Your colleague's code\n\nFix each bug in place; leave the names and signatures as they are."),
         *colleague,
