@@ -39,7 +39,10 @@ def cmd_release(course, args):
 
 def cmd_lab(course, args):
     from .labs import describe, new_lab
+    if not args.new_from:
+        _ids(course, [args.id])
     if args.new_from:
+        _ids(course, [args.new_from])
         path = new_lab(course, args.id, args.new_from, args.bugs.split(","), args.title or f"Debugging lab: {args.id}")
         print(f"{args.id}: wrote {path}; write its introduction and probes, then `python -m grader release {args.id}` "
               f"and `python -m grader check {args.id}`")

@@ -76,6 +76,9 @@ def lab_bugs(course, lab_id, source=None):
     """The lab's bugs, in order, as the catalogue has them now; LabError with what is wrong."""
     source = source if source is not None else cells.read(course.source_notebook(lab_id))
     spec = lab_spec(source)
+    if spec is None:
+        raise LabError(f"{lab_id} is not a debugging lab: its notebook's metadata has no course.lab "
+                       "(make one with `python -m grader lab ID --from ASSIGNMENT --bugs x,y,z`)")
     assignment, names = spec.get("assignment"), list(spec.get("bugs") or [])
     if assignment not in course.assignment_ids() or is_lab(course, assignment):
         raise LabError(f"{lab_id}: the lab debugs {assignment!r}, which is not an assignment of this course")

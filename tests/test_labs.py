@@ -78,6 +78,8 @@ def test_a_lab_of_unknown_helper_or_twin_bugs_is_refused_with_the_reason(course,
         lab_bugs(course, "x", spec(["missing_scale", "sin_cos_swapped", "loop_missing_scale"]))
     with pytest.raises(LabError, match="3 to 5"):
         lab_bugs(course, "x", spec(["missing_scale"]))
+    with pytest.raises(LabError, match="not a debugging lab"):
+        lab_bugs(course, "a1_self_attention")
 
 
 def test_the_class_report_counts_who_found_each_bug(course):
