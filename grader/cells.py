@@ -1,6 +1,7 @@
 """What kind of cell is this? One place for the course's reading of nbgrader metadata."""
 import ast
 import json
+import re
 import threading
 
 import nbformat
@@ -90,6 +91,15 @@ def read(path):
         raise ValueError(f"not a readable notebook (invalid JSON: {error})") from error
     except Exception as error:  # nbformat raises several types for malformed notebooks
         raise ValueError(f"not a readable notebook ({type(error).__name__}: {error})") from error
+
+
+_SOLUTION_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
+
+
+def without_solution_markers(source):
+    """A solution cell's source as the reference solution runs it: the ### BEGIN/END SOLUTION lines
+    gone, everything else as it is."""
+    return _SOLUTION_MARKERS.sub("", source)
 
 
 def secret_lines(nb, min_length=26):

@@ -39,10 +39,8 @@ def cmd_release(course, args):
 
 def cmd_lab(course, args):
     from .labs import describe, new_lab
-    if not args.new_from:
-        _ids(course, [args.id])
+    _ids(course, [args.new_from or args.id])   # a new lab's assignment, or the lab shown
     if args.new_from:
-        _ids(course, [args.new_from])
         path = new_lab(course, args.id, args.new_from, args.bugs.split(","), args.title or f"Debugging lab: {args.id}")
         print(f"{args.id}: wrote {path}; write its introduction and probes, then `python -m grader release {args.id}` "
               f"and `python -m grader check {args.id}`")

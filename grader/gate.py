@@ -67,14 +67,7 @@ def check_assignment(course, assignment_id, run_release=True, progress=True, dev
     full = sum(points.values())
 
     trace = solution_trace(course, assignment_id, device)
-    solution_records = {gid: {**rec, "observations": [dict(o) for o in rec["observations"]]}
-                        for gid, rec in trace.records.items()}
-    verdicts = judge_notebook(trace, solution_records)
-    failed = [f"{v.grade_id}: {v.message}" for v in verdicts if not v.passed]
-    errors = [f"cell {i}: {e['type']}: {e['message']}" for i, e in trace.errors]
-    report.results.append(CheckResult("(a) solution scores full marks", not failed and not errors,
-                                      f"{full:g}/{full:g}" if not failed and not errors
-                                      else "; ".join(failed + errors)[:500]))
+    report.results.append(_check_solution(trace, full, "(a) solution scores full marks"))
 
     if run_release and device is None:
         report.results.append(_check_release_scores_zero(course, assignment_id, full))
@@ -87,12 +80,25 @@ def check_assignment(course, assignment_id, run_release=True, progress=True, dev
     return report
 
 
+def _check_solution(trace, full, name):
+    """(a): the reference's own run, judged as a submission is, loses nothing and raises nowhere."""
+    solution_records = {gid: {**rec, "observations": [dict(o) for o in rec["observations"]]}
+                        for gid, rec in trace.records.items()}
+    failed = [f"{v.grade_id}: {v.message}" for v in judge_notebook(trace, solution_records) if not v.passed]
+    errors = [f"cell {i}: {e['type']}: {e['message']}" for i, e in trace.errors]
+    return CheckResult(name, not failed and not errors,
+                       f"{full:g}/{full:g}" if not failed and not errors else "; ".join(failed + errors)[:500])
+
+
 def _check_up_to_date(course, assignment_id, source):
+    """(c): provided cells, a lab's copies and answer key (grader/labs.py) and the release current."""
     stale = stale_provided_cells(source)
     differing = release_differences(course, assignment_id)
     problems = [f"provided cell {g} differs from grader/provided/{f} (run `python -m grader sync`)"
                 for g, f in stale] + [f"assignments/{assignment_id}/{name} is stale (run `python -m grader release`)"
                                       for name in differing]
+    if labs.lab_spec(source) is not None:
+        problems += labs.lab_problems(course, assignment_id, source)
     return CheckResult("(c) release and provided cells up to date", not problems, "; ".join(problems) or "identical")
 
 
@@ -244,23 +250,12 @@ def check_lab(course, lab_id, run_release=True, progress=True, device=None):
         report.seconds = time.time() - started
         return report
     trace = solution_trace(course, lab_id, device)
-    solution_records = {gid: {**rec, "observations": [dict(o) for o in rec["observations"]]}
-                        for gid, rec in trace.records.items()}
-    failed = [f"{v.grade_id}: {v.message}" for v in judge_notebook(trace, solution_records) if not v.passed]
-    errors = [f"cell {i}: {e['type']}: {e['message']}" for i, e in trace.errors]
-    report.results.append(CheckResult("(a) the fixed code (the reference) scores full marks", not failed and not errors,
-                                      f"{full:g}/{full:g}" if not failed and not errors
-                                      else "; ".join(failed + errors)[:500]))
+    report.results.append(_check_solution(trace, full, "(a) the fixed code (the reference) scores full marks"))
     bug_result, lost_together = _check_lab_bugs(course, lab_id, source, trace, points, bugs, device, progress, report)
     if run_release and device is None:
         report.results.append(_check_lab_release(course, lab_id, points, lost_together))
     if device is None:
-        up_to_date = _check_up_to_date(course, lab_id, source)
-        problems = labs.lab_problems(course, lab_id, source)
-        report.results.append(CheckResult(up_to_date.name + ", copies of the assignment and answer key current",
-                                          up_to_date.ok and not problems,
-                                          "; ".join(([] if up_to_date.ok else [up_to_date.detail]) + problems)
-                                          or "identical"))
+        report.results.append(_check_up_to_date(course, lab_id, source))
     report.results.append(bug_result)
     assignment = labs.debugged_assignment(course, lab_id)
     bugged = {bug.replaces for bug in bugs}

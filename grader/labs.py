@@ -33,7 +33,6 @@ from .mutants import load_catalogue
 
 MIN_BUGS, MAX_BUGS = 3, 5
 WRITTEN_POINTS = 1                 # each bug's explanation, graded by hand
-_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
 _HIDDEN = re.compile(r"^[ \t]*### (BEGIN|END) HIDDEN TESTS[ \t]*\n?", re.MULTILINE)
 
 
@@ -125,7 +124,7 @@ def copied_source(cell):
     it (the solution markers gone), a test cell entirely hidden below its header line, any other
     cell (setup, provided helpers) as it is."""
     if cells.is_answer_cell(cell):
-        return _MARKERS.sub("", cell.source).rstrip("\n")
+        return cells.without_solution_markers(cell.source).rstrip("\n")
     if cells.is_test_cell(cell):
         header, _, rest = cell.source.partition("\n")
         body = _HIDDEN.sub("", rest).strip("\n")

@@ -1,15 +1,12 @@
 """Sample submissions made from the release, the solution and the mutation catalogue, so
 the demo and the tests always match the current notebooks: a perfect one, the untouched
 release, and buggy ones (a catalogued mutant in place of the student's code)."""
-import re
 
 import nbformat
 
 from . import cells
 from .labs import is_lab, lab_bugs, plant_bugs
 from .mutants import load_catalogue
-
-_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*\n", re.MULTILINE)
 
 # the buggy students of the demo, by assignment: mutants whose failing cells are exactly `fails`
 DEMO_BUGS = {
@@ -31,7 +28,7 @@ def release_notebook(course, assignment_id):
 def perfect_submission(course, assignment_id):
     """The release with every solution cell answered as the reference solution does."""
     source = cells.read(course.source_notebook(assignment_id))
-    answers = {cells.grade_id(c): _MARKERS.sub("", c.source) for c in source.cells
+    answers = {cells.grade_id(c): cells.without_solution_markers(c.source) for c in source.cells
                if cells.nbgrader_meta(c).get("solution")}
     nb = release_notebook(course, assignment_id)
     for cell in nb.cells:
