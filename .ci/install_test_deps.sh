@@ -24,9 +24,11 @@ fi
 if [ "$(id -u)" = 0 ] || sudo -n true 2>/dev/null; then
     SUDO=""
     if [ "$(id -u)" != 0 ]; then SUDO="sudo -n"; fi
-    # a Python 3.11 every hub user can run: this shell's (e.g. actions/setup-python's) when there is one
-    hub_python="${COURSE_HUB_PYTHON:-$(command -v python3.11 || true)}"
-    $SUDO env ${hub_python:+COURSE_HUB_PYTHON="$hub_python"} bash deploy/jupyterhub/install.sh
+    # The hub's Python is find_python.sh's choice alone: every python3.11 ... python3 on PATH in turn,
+    # the first that every hub user can run (a pyenv shim or a venv under /root is passed over), else
+    # Debian's. COURSE_HUB_PYTHON and COURSE_HUB_ENV go through sudo only when the caller set them.
+    $SUDO env ${COURSE_HUB_PYTHON:+COURSE_HUB_PYTHON="$COURSE_HUB_PYTHON"} \
+        ${COURSE_HUB_ENV:+COURSE_HUB_ENV="$COURSE_HUB_ENV"} bash deploy/jupyterhub/install.sh
 else
     echo "install_test_deps: not root and no passwordless sudo: the course hub (tests/test_hub.py) is not installed" >&2
 fi

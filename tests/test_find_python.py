@@ -118,6 +118,18 @@ def test_a_python_in_a_private_folder_is_refused_as_root(machine):
     assert "cannot be run by another user" in result.stderr
 
 
+def test_a_private_python_first_on_path_is_passed_over_for_one_every_user_can_run(machine):
+    """A pyenv shim, a conda base or a venv under /root first on PATH: as root the script skips it
+    (it cannot be run as `nobody`) and takes the next python3.11 that qualifies."""
+    if os.geteuid() != 0 or not (machine / "tools" / "runuser").exists():
+        pytest.skip("needs root and runuser (the script tries other users' access only as root)")
+    fake_python(machine, "python3.11", "3.11", private=True)
+    public = fake_python(machine, "python3.11", "3.11")
+    result = find(machine, PATH=f"{machine / 'private'}:{machine / 'bin'}:{machine / 'tools'}")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(public)
+
+
 def test_install_sh_uses_it():
     text = (REPO / "deploy" / "jupyterhub" / "install.sh").read_text()
     assert 'bash "$here/find_python.sh"' in text

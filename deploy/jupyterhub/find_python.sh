@@ -11,10 +11,13 @@ set -uo pipefail
 MINIMUM=(3 11)
 NAMES=(python3.11 python3.12 python3.13 python3.14 python3)
 
+# runuser is in /usr/sbin, which a user's PATH (or sudo's secure_path elsewhere) may leave out
+RUNUSER="$(command -v runuser || for r in /usr/sbin/runuser /sbin/runuser; do [ -x "$r" ] && echo "$r" && break; done)"
+
 probe() {   # run a candidate's python -c "$2" as an unprivileged user when we are root
     local python="$1" code="$2"
-    if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
-        (cd / && runuser -u nobody -- "$python" -c "$code") 2>/dev/null
+    if [ "$(id -u)" = 0 ] && [ -n "$RUNUSER" ]; then
+        (cd / && "$RUNUSER" -u nobody -- "$python" -c "$code") 2>/dev/null
     else
         (cd / && "$python" -c "$code") 2>/dev/null
     fi
@@ -61,7 +64,7 @@ done
 {
     echo "install.sh: no Python ${MINIMUM[0]}.${MINIMUM[1]} or newer with its venv module that every hub user can run."
     if [ -n "${COURSE_HUB_PYTHON:-}" ]; then
-        echo "  COURSE_HUB_PYTHON is set, so it is the only one tried:"
+        echo "  COURSE_HUB_PYTHON is set, so it is the only one tried (unset it to let this script search PATH):"
     elif [ "${#candidates[@]}" = 0 ]; then
         echo "  none of ${NAMES[*]} is on PATH ($PATH)"
     else
