@@ -1,9 +1,7 @@
 """`export`: the grades as CSV, for a spreadsheet or an LMS gradebook import.
 
     long    one row per student and assignment: status, total (after the late penalty), raw total,
-            max, submission time, late, penalty, provisional, review (cells whose verdicts disagree:
-            the check passed in the student's notebook, not against the reference), then the points
-            of every graded cell
+            max, submission time, late, penalty, provisional, then the points of every graded cell
     wide    one row per student (the roster's, when one was imported): `student`, one column per
             assignment holding its total, then `late`, `missing` and `provisional`, each naming the
             assignments concerned
@@ -46,7 +44,6 @@ class Entry:
     seconds_late: float = 0.0
     penalty: float = 0.0
     provisional: bool = False
-    review: list = field(default_factory=list)
     cells: dict = field(default_factory=dict)
 
     @property
@@ -81,8 +78,7 @@ def gather(course, assignment_ids=None):
                               max_score=assignment.max_score, penalty=penalty, seconds_late=seconds,
                               submitted_at=submission.timestamp.isoformat() + "Z" if submission.timestamp else "",
                               late=seconds > 0 or bool(outcomes.get((assignment.name, sid), {}).get("late")),
-                              provisional=bool(submission.needs_manual_grade),
-                              review=outcomes.get((assignment.name, sid), {}).get("review") or [])
+                              provisional=bool(submission.needs_manual_grade))
                 for nb in submission.notebooks:
                     for grade in nb.grades:
                         entry.cells[grade.name] = grade.score
@@ -102,7 +98,7 @@ def gather(course, assignment_ids=None):
 
 def _saved_outcomes(course):
     """{(assignment, student): outcome} kept by autograde: the late flag an LMS gave where no time
-    says more (Canvas's _LATE_), and the cells to review."""
+    says more (Canvas's _LATE_)."""
     return {(path.stem, student): outcome
             for path in sorted((course.grading_dir / "outcomes").glob("*.json"))
             for student, outcome in json.loads(path.read_text()).items()}
@@ -117,7 +113,7 @@ def rows_long(people, names, entries):
     for entry in entries.values():
         cells += [c for c in entry.cells if c not in cells]
     header = ["student", "assignment", "status", "total", "raw_total", "max", "submitted_at", "late",
-              "seconds_late", "penalty", "provisional", "review"] + cells
+              "seconds_late", "penalty", "provisional"] + cells
     rows = []
     for person in people:
         for name in names:
@@ -125,7 +121,7 @@ def rows_long(people, names, entries):
             rows.append([e.student, e.assignment, e.status, _number(e.total), _number(e.raw_total),
                          _number(e.max_score), e.submitted_at, "yes" if e.late else "",
                          _number(e.seconds_late) if e.late else "", _number(e.penalty) if e.penalty else "",
-                         "yes" if e.provisional else "", " ".join(e.review)] + [_number(e.cells.get(c)) for c in cells])
+                         "yes" if e.provisional else ""] + [_number(e.cells.get(c)) for c in cells])
     return header, rows
 
 

@@ -113,7 +113,6 @@ class Submission:
     score: float = 0.0
     max_score: float = 0.0
     failed: list = field(default_factory=list)   # grade ids of failed test cells
-    review: list = field(default_factory=list)   # failed cells whose check passed in the student's kernel
     late: bool | None = None                   # None: unknown (no due date or no submission time)
     time_unknown: bool = False                 # a due date, but nothing says when it was submitted
     seconds_late: float | None = None
@@ -149,7 +148,7 @@ class Submission:
 
     def summary(self):
         """What the class report keeps of it (course/outcomes/<id>.json): plain data only."""
-        keep = ("student", "status", "reason", "score", "max_score", "failed", "review", "notes", "seconds",
+        keep = ("student", "status", "reason", "score", "max_score", "failed", "notes", "seconds",
                 "late", "seconds_late", "penalty", "time_unknown", "login", "preset", "lms_name", "group")
         data = {name: getattr(self, name) for name in keep}
         data["status"] = str(self.status)
