@@ -156,7 +156,8 @@ class Course:
             "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
         ]
         # and shows what a student wrote (Markdown, outputs) without running any of it
-        c.GenerateFeedback.exporter_class = "grader.feedback_html.FeedbackExporter"
+        from .feedback_html import FeedbackExporter
+        c.GenerateFeedback.exporter_class = FeedbackExporter
         # one grading path: nbgrader's own autograde (its CLI, the Formgrader's button) runs this
         # course's sandboxed pipeline, never nbgrader's unsandboxed one (grader/nbgrader_autograde.py)
         from .nbgrader_autograde import route_autograde

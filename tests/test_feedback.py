@@ -12,6 +12,7 @@ from grader import pipeline
 from grader.feedback import FeedbackError, feedback_zip, generate_feedback
 from grader.report import save_outcomes
 from support.grading import A1, grade_without_kernel, open_batch, submission_file
+from support.pages import live_markup
 
 
 @pytest.fixture(scope="module")
@@ -88,31 +89,6 @@ Each query attends to **every** key: softmax over a *set*, see `weights.sum(-1)`
 """
 
 
-def _live_markup(page):
-    """What in an HTML page could run or navigate: scripts (the page's own MathJax ones apart),
-    event handlers, frames, forms, objects, style sheets, refreshes, javascript: and data: links."""
-    from html.parser import HTMLParser
-    found = []
-
-    class Finder(HTMLParser):
-        def handle_starttag(self, tag, attrs):
-            attrs = dict(attrs)
-            mathjax = "mathjax" in (attrs.get("src") or "") or attrs.get("type") == "text/x-mathjax-config"
-            if tag == "script" and not mathjax:
-                found.append(f"<script {attrs}>")
-            if tag in ("iframe", "frame", "object", "embed", "form", "base", "svg") or \
-                    (tag == "meta" and "http-equiv" in attrs):
-                found.append(f"<{tag}>")
-            for name, value in attrs.items():
-                if name.startswith("on"):
-                    found.append(f"{tag} {name}=")
-                link = (value or "").strip().lower()
-                if name in ("href", "src", "action") and link.startswith(("javascript:", "data:text")):
-                    found.append(f"{tag} {name}={value}")
-    Finder().feed(page)
-    return found
-
-
 @pytest.fixture(scope="module")
 def hostile_feedback(course, tmp_path_factory):
     """alice answered in hostile markup (and added a Markdown cell of her own); mallory's answer
@@ -147,7 +123,7 @@ def hostile_feedback(course, tmp_path_factory):
 def test_hostile_markup_in_a_written_answer_is_shown_not_run(hostile_feedback):
     _, _, pages, _ = hostile_feedback
     page = pages["alice"].read_text()
-    assert not _live_markup(page), _live_markup(page)
+    assert not live_markup(page), live_markup(page)
     assert "&lt;script&gt;document.title = \"owned by a script\"&lt;/script&gt;" in page, "shown as text"
     assert "&lt;script&gt;document.title = 'my own cell'&lt;/script&gt;" in page, "a cell the student added too"
     # ordinary markdown still renders
@@ -160,7 +136,7 @@ def test_hostile_markup_in_a_written_answer_is_shown_not_run(hostile_feedback):
 def test_a_clean_page_is_unchanged_by_the_cleaning(hostile_feedback):
     _, _, pages, _ = hostile_feedback
     page = pages["bob"].read_text()
-    assert not _live_markup(page)
+    assert not live_markup(page)
     shown_as_text = [tag for tag in ("p", "h1", "h2", "h3", "ul", "ol", "li", "table", "em", "strong", "code", "a ",
                                      "img", "div", "span", "br", "details") if f"&lt;{tag}" in page]
     assert not shown_as_text, f"the release's own Markdown shows these tags as text: {shown_as_text}"

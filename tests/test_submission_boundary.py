@@ -299,3 +299,28 @@ def test_the_bounds_are_stated_and_a_real_bomb_is_refused(collected, tmp_path):
     assert found["bomb"].path is None and "unpacks to 300 MiB, more than the 256 MiB" in found["bomb"].reason
     used = sum(p.stat().st_size for p in (tmp_path / "batch").rglob("*") if p.is_file())
     assert used < 2**20, f"{used} bytes written for a download whose only notebook is tiny"
+
+
+@needs_git
+def test_classroom_reading_runs_nothing_of_the_repository(tmp_path):
+    """Reading a repository (log, ls-tree, show, cat-file) runs none of its hooks, nor a command its
+    configuration names (core.fsmonitor runs on commands that refresh the index)."""
+    source = tmp_path / f"{SLUG}-submissions"
+    repo = source / f"{SLUG}-mallory"
+    _nb(repo / f"{A1}.ipynb")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "work")
+    ran = tmp_path / "ran"
+    for hook in ("post-checkout", "post-merge", "pre-commit", "post-commit", "post-rewrite", "pre-push",
+                 "reference-transaction", "post-index-change", "fsmonitor-watchman"):
+        path = repo / ".git" / "hooks" / hook
+        path.write_text(f"#!/bin/sh\necho {hook} >> {ran}\n")
+        path.chmod(0o755)
+    monitor = repo / "monitor.sh"
+    monitor.write_text(f"#!/bin/sh\necho fsmonitor >> {ran}\n")
+    monitor.chmod(0o755)
+    _git(repo, "config", "core.fsmonitor", str(monitor))
+    [mallory] = classroom.read_repositories(source, A1, tmp_path / "scratch")[0]
+    assert mallory.path is not None
+    assert not ran.exists(), ran.read_text()

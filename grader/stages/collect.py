@@ -236,8 +236,8 @@ def _shown_time(when):
 # each bound is checked against what the zip declares before anything is written, and against the
 # bytes actually written while they are.
 # A file of the download larger than this is not unpacked, and its student is "not graded" with the
-# reason; everyone else is graded. No notebook comes near it (a graded kernel may write no file over
-# 256 MiB, the sandbox's limit, and the LMSs' own upload limits are lower by default).
+# reason; everyone else is graded. No notebook comes near it: a graded kernel may write no file over
+# 256 MiB (the sandbox's limit), and a notebook read whole takes several times its size in memory.
 DOWNLOAD_MAX_ENTRY_BYTES = 256 * 2**20
 # The whole download, unpacked: a class of a thousand students at a few MiB each is well under it,
 # and it keeps a download of many large files from filling the grading machine's disk. Above it
