@@ -100,7 +100,10 @@ def cmd_autograde(course, args):
 def cmd_feedback(course, args):
     from .feedback import FeedbackError, feedback_zip, generate_feedback
     [aid] = _ids(course, [args.id])
-    pages = generate_feedback(course, aid)
+    skipped = []
+    pages = generate_feedback(course, aid, skipped)
+    for line in skipped:
+        print(line, file=sys.stderr)
     print(f"{len(pages)} feedback pages in {course.grading_dir / 'feedback'}")
     if args.zip:
         output = args.output or str(course.grading_dir / f"{aid}-feedback-{args.zip}.zip")

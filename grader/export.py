@@ -16,14 +16,15 @@ Totals are after the late-submission penalty, computed here on the whole total (
 points graded after autograde included) with the assignment's rule and each student's extension
 (grader/term.py). A total is provisional while the submission has written answers (or an
 ungradable notebook) waiting for a manual grade. A missing submission is an empty cell, never a 0
-that looks earned; an excused one is "EX" (Canvas's mark for excused), left out of Moodle's file."""
-import csv
+that looks earned; an excused one is "EX" (Canvas's mark for excused), left out of Moodle's file.
+No cell is ever a formula a spreadsheet would run (grader/csv_cells.py)."""
 import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import compat, term
+from .csv_cells import is_formula, write_csv
 from .stages.late import assignment_penalty, penalty_points
 from .submission import Status
 
@@ -151,10 +152,12 @@ def rows_canvas(people, names, entries):
 def rows_moodle(people, names, entries):
     """Moodle's grade import clears a grade for an empty cell and stops at a row it cannot match
     (grade/import/csv/classes/load_data.php): one assignment, and only the rows that have both an
-    e-mail address and a grade."""
+    e-mail address and a grade. An address a spreadsheet would read as a formula is left out too:
+    written with the quote that disarms it, it would match nobody (grader/csv_cells.py)."""
     header = ["First name", "Last name", "Email address"] + names
     rows = [[p.first_name, p.last_name, p.email] + [_number(entries[(p.id, n)].total) for n in names]
-            for p in people if p.email and all(entries[(p.id, n)].total is not None for n in names)]
+            for p in people if p.email and not is_formula(p.email)
+            and all(entries[(p.id, n)].total is not None for n in names)]
     return header, rows
 
 
@@ -165,11 +168,16 @@ def _moodle_left_out(people, names, entries):
     if no_email:
         notes.append(f"left out, no e-mail address (Moodle matches rows by it; import a roster with email): "
                      f"{', '.join(no_email)}")
-    excused = [p.id for p in people if p.email and any(entries[(p.id, n)].status == Status.EXCUSED for n in names)]
+    formula = [p.id for p in people if is_formula(p.email)]
+    if formula:
+        notes.append(f"left out, an e-mail address a spreadsheet would run as a formula (written safely it would "
+                     f"match nobody in Moodle; enter the grade there by hand): {', '.join(formula)}")
+    excused = [p.id for p in people if p.email and p.id not in formula
+               and any(entries[(p.id, n)].status == Status.EXCUSED for n in names)]
     if excused:
         notes.append(f"left out, excused (Moodle's import has no mark for it; excuse them in Moodle): "
                      f"{', '.join(excused)}")
-    no_grade = [p.id for p in people if p.email and p.id not in excused
+    no_grade = [p.id for p in people if p.email and p.id not in excused and p.id not in formula
                 and any(entries[(p.id, n)].total is None for n in names)]
     if no_grade:
         notes.append(f"left out, no grade to send (an empty cell would clear the grade in Moodle): "
@@ -206,10 +214,7 @@ def export(course, path, fmt="long", assignment_ids=None, template=None, maps=No
                      f"wait for a manual grade): {', '.join(provisional[:8])}{' ...' if len(provisional) > 8 else ''}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)
+    write_csv(path, header, rows)
     return path, len(rows), notes
 
 

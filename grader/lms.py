@@ -61,7 +61,8 @@ class Found:
     relative: PurePosixPath | None = None       # where it was in the download
     receipt: bool = False                       # the LMS's own note about the attempt, not a submission
     inside: str = ""                            # where in the student's upload it was: a subfolder or a zip
-    problem: str = ""                           # why a student's zip gave no notebook
+    problem: str = ""                           # why it is not read: a link (grader/safe_files.py), a file
+                                                # too large to unpack, a student's zip that gave no notebook
 
     @property
     def attempt_key(self):
@@ -161,12 +162,12 @@ def nbgrader(relative, path, assignment_id, zone=None):
         if match["assignment"] != assignment_id:
             return None
         student, stamp_file = match["student"], path.parent / "timestamp.txt"
-        if not stamp_file.exists():
+        if not _plain_file(stamp_file):
             return Found(path, login=student, name=student, submitted_at=_try_time(match["time"]),
                          preset="nbgrader")
     else:
         return None
-    when = _try_time(stamp_file.read_text()) if stamp_file.exists() else None
+    when = _try_time(stamp_file.read_text()) if _plain_file(stamp_file) else None
     return Found(path, login=student, name=student, submitted_at=when, preset="nbgrader")
 
 
@@ -209,6 +210,11 @@ def from_pattern(regex):
 PRESETS = {"canvas": canvas, "moodle": moodle, "blackboard": blackboard, "nbgrader": nbgrader, "folder": folder}
 
 
+def _plain_file(path):
+    """A file that is no link (a link is never read: grader/safe_files.py)."""
+    return path.is_file() and not path.is_symlink()
+
+
 def _try_time(text):
     try:
         return parse_time(text)
@@ -244,11 +250,14 @@ def read_names(files, assignment_id, lms="auto", pattern=None, zone=None):
 
 def relative_files(top):
     """Every file under `top` a student could have submitted, as (relative path, path); hidden
-    files, macOS resource forks, nbgrader's timestamp and secret files and checkpoints are left out."""
+    files, macOS resource forks, nbgrader's timestamp and secret files and checkpoints are left out.
+    Links (to a file or a folder, or to nothing) are listed too, never followed, so that whoever
+    sent one is told it was not read (grader/safe_files.py)."""
     result = []
     for path in sorted(Path(top).rglob("*")):
         relative = PurePosixPath(path.relative_to(top).as_posix())
-        if not path.is_file() or any(p.startswith(".") or p == "__MACOSX" for p in relative.parts):
+        if not (path.is_file() or path.is_symlink()) or any(p.startswith(".") or p == "__MACOSX"
+                                                             for p in relative.parts):
             continue
         if path.name in NBGRADER_KEYS or ".ipynb_checkpoints" in relative.parts:
             continue
