@@ -16,7 +16,8 @@ DEMO_BUGS = {
     "a4_kv_cache": ["no_overflow_check", "first_position_logits", "whole_sequence_every_step"],
     "a5_attention_at_scale": ["normaliser_not_rescaled", "query_strips_only", "global_sees_future",
                               "state_not_carried"],
-    "a6_real_models": ["c_attn_kqv_order", "rotary_offset_ignored", "repeat_kv_tiled", "llama_lm_head_copied"],
+    "a6_real_models": ["ffn_width_rounded_to_nearest", "rotary_positions_from_zero", "halves_across_heads",
+                       "meta_k_with_query_heads"],
 }
 LAB_DEMO_MISSES = 2   # a lab's demo students: one per bug left in, for the first bugs
 
