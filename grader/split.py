@@ -426,6 +426,8 @@ class _Liveness:
         if isinstance(node, ast.If):
             after = (self.block(node.body, live, scope, remove, jumps)
                      | self.block(node.orelse, live, scope, remove, jumps))
+            if remove and all(isinstance(s, ast.Pass) for s in node.orelse):
+                node.orelse = []
             empty = all(isinstance(s, ast.Pass) for s in node.body + node.orelse)
             return after | self.uses(node.test), not (remove and empty and _pure(node.test))
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
