@@ -115,7 +115,7 @@ def _split(key):
         tree = _parse(source, grade_id)
         sites = _number_sites(tree, grade_id, hidden_lines(source))
         parsed.append((grade_id, source, tree, sites))
-    kernel_trees = [_KernelCode(sites).visit(_copy(tree)) for _, _, tree, sites in parsed]
+    kernel_trees = [_without_docstrings(_KernelCode(sites).visit(_copy(tree))) for _, _, tree, sites in parsed]
     _remove_dead_code(kernel_trees, other_loads)
     split = {}
     for (grade_id, source, tree, sites), kernel_tree in zip(parsed, kernel_trees):
@@ -135,8 +135,8 @@ def kernel_sources(nb):
     parsed = []
     for cell in cells.test_cells(nb):
         tree = _parse(cell.source, cells.grade_id(cell))
-        parsed.append((cells.grade_id(cell), _KernelCode(_number_sites(tree, cells.grade_id(cell),
-                                                                        hidden_lines(cell.source))).visit(tree)))
+        sites = _number_sites(tree, cells.grade_id(cell), hidden_lines(cell.source))
+        parsed.append((cells.grade_id(cell), _without_docstrings(_KernelCode(sites).visit(tree))))
     other = Counter()
     for cell in nb.cells:
         if cell.cell_type == "code" and not cells.is_test_cell(cell) and not cells.is_answer_cell(cell):
@@ -249,6 +249,24 @@ class _KernelCode(_TrustedCode):
         if site.kind == "raises":
             return ast.Call(function, args, keywords)
         return ast.Call(ast.Name(FORBIDDEN_OPS, ast.Load()), [function, *args], keywords)
+
+
+def _statement_lists(tree):
+    """(owner, list) for every list of statements in `tree` (bodies, branches, handlers, cases)."""
+    for node in ast.walk(tree):      # handlers and match cases are nodes of their own
+        for name in ("body", "orelse", "finalbody"):
+            value = getattr(node, name, None)
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                yield node, value
+
+
+def _without_docstrings(tree):
+    """Docstrings and other bare strings go: they are the test's prose, not code the answers need."""
+    for _, body in list(_statement_lists(tree)):
+        kept = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                                        and isinstance(s.value.value, str))]
+        body[:] = kept or [ast.Pass()]
+    return tree
 
 
 # ---- what only fed the expected values: removed from the kernel code ----
