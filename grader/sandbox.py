@@ -191,7 +191,7 @@ class WarmKernels(ForkServer):
         # password, a token: nothing of the grader's may be there)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": str(folder),
                "MPLCONFIGDIR": str(folder / "matplotlib"), **GRADED_RUN_ENV}
-        server, said = cls.launch([sys.executable, "-I", str(WARM_SERVER), str(folder / "server.sock"),
+        server, said = cls.launch([kernel_python(), "-I", str(WARM_SERVER), str(folder / "server.sock"),
                                    str(folder / "root")], folder, timeout, env=env)
         if server is None:
             raise SandboxUnavailable(f"the warm kernel server did not start ({said})")
