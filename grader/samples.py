@@ -121,14 +121,19 @@ def implementations(course, assignment_id):
 
 def submission_with(course, assignment_id, chosen):
     """The perfect submission with some definitions written otherwise: `chosen` maps a name to an
-    Alternative (its definition as the catalogue writes it, with the reference's docstrings) or
-    to "stub" (left as the release gives it: unanswered)."""
+    Alternative (its definition as the catalogue writes it, with the reference's docstrings, and
+    above the cell's code what it needs of the catalogue's imports and private helpers) or to
+    "stub" (left as the release gives it: unanswered)."""
     nb = perfect_submission(course, assignment_id)
-    stubs = {}
-    for cell in release_notebook(course, assignment_id).cells:
+    release = release_notebook(course, assignment_id)
+    stubs, given = {}, set()
+    for cell in release.cells:
         if cells.is_answer_cell(cell):
             for name in cells.defined_names(cell.source) or ():
                 stubs[name] = _definition(cell.source, name)
+        elif cell.cell_type == "code":
+            given |= _top_level_names(cell.source)
+    catalogue = course.alternatives_dir / f"{_catalogue_of(course, assignment_id)}.py"
     for cell in nb.cells:
         if not cells.is_answer_cell(cell):
             continue
@@ -136,8 +141,35 @@ def submission_with(course, assignment_id, chosen):
         replacements = [SimpleNamespace(replaces=name, definition=stubs[name] if how == "stub" else how.definition)
                         for name, how in chosen.items() if name in here]
         if replacements:
-            cell.source = planted_source(cell.source, replacements)
+            needs = _needs(catalogue, [r.definition for r in replacements if r.definition not in stubs.values()],
+                           given | here)
+            cell.source = "".join(f"{text}\n\n" for text in needs) + planted_source(cell.source, replacements)
     return nb
+
+
+def _catalogue_of(course, assignment_id):
+    return debugged_assignment(course, assignment_id) if is_lab(course, assignment_id) else assignment_id
+
+
+def _needs(catalogue, definitions, defined):
+    """What `definitions` use of a catalogue's imports and private helpers (and what those helpers
+    use in turn) that `defined` does not hold: the text of each, imports first."""
+    text = catalogue.read_text()
+    provides = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and "grader" not in (getattr(node, "module", "") or ""):
+            for alias in node.names:
+                provides[(alias.asname or alias.name).split(".")[0]] = ast.get_source_segment(text, node)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name.startswith("_"):
+            provides[node.name] = ast.get_source_segment(text, node)
+    needed, todo = [], list(definitions)
+    while todo:
+        used = {n.id for n in ast.walk(ast.parse(todo.pop())) if isinstance(n, ast.Name)}
+        for name in sorted(used - defined):
+            if name in provides and provides[name] not in needed:
+                needed.append(provides[name])
+                todo.append(provides[name])
+    return sorted(needed, key=lambda code: not code.startswith(("import ", "from ")))
 
 
 def independent_submissions(course, assignment_id):
