@@ -7,6 +7,11 @@ docs/results.md.
 
     python benchmarks/similarity_benchmark.py                      # 100 submissions of a1, 10 of them copies
     python benchmarks/similarity_benchmark.py --students 200 --copies 20 --assignment a2_multihead_masking
+    python benchmarks/similarity_benchmark.py --margins            # every assignment and lab: how far apart
+
+--margins: for every assignment and lab, the submissions that share no implementation of any
+definition (grader.samples.independent_submissions) and a disguised copy of each: the highest
+similarity between two independent ones, and the lowest between a copy and its original.
 """
 import argparse
 import random
@@ -47,6 +52,30 @@ def synthetic_class(course, assignment_id, students, copies, seed):
     return notebooks, copied
 
 
+def margins():
+    print("| assignment | independent submissions | highest similarity between two of them | lowest similarity "
+          "of a copy to its original (its own tokens) | copies flagged |")
+    print("|---|---|---|---|---|")
+    for assignment_id in COURSE.assignment_ids():
+        with tempfile.TemporaryDirectory() as folder:
+            course = COURSE.with_grading_dir(Path(folder) / "course")
+            originals = samples.independent_submissions(course, assignment_id)
+            notebooks = {f"own{i}": nb for i, nb in enumerate(originals)}
+            notebooks.update({f"copy{i}": samples.disguised_copy(course, assignment_id, nb, seed=i)
+                              for i, nb in enumerate(originals)})
+            write_graded(course, assignment_id, notebooks)
+            result = check_similarity(course, assignment_id)
+            tokens = {w.name: w.tokens for w in result.works}
+            apart = [p for p in result.pairs if p.a.name[-1] != p.b.name[-1]]
+            copies = [p for p in result.pairs if p.a.name[-1] == p.b.name[-1]]
+            worst = max(apart, key=lambda p: p.similarity)
+            closest = min(copies, key=lambda p: p.similarity)
+            own = tokens[next(n for n in (closest.a.name, closest.b.name) if n.startswith("own"))]
+            caught = sum(p in result.flagged for p in copies)
+            print(f"| {assignment_id} | {len(originals)} | {worst.similarity:.0f}% ({worst.tokens} tokens) | "
+                  f"{closest.similarity:.0f}% ({own}) | {caught} of {len(copies)} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--assignment", default="a1_self_attention")
@@ -54,7 +83,11 @@ def main():
     parser.add_argument("--copies", type=int, default=10, help="of which disguised copies (default 10)")
     parser.add_argument("--repeats", type=int, default=3, help="runs of the check, median reported (default 3)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--margins", action="store_true", help="every assignment's independent submissions and "
+                        "their copies, instead")
     args = parser.parse_args()
+    if args.margins:
+        return margins()
     with tempfile.TemporaryDirectory() as folder:
         course = COURSE.with_grading_dir(Path(folder) / "course")
         notebooks, copied = synthetic_class(course, args.assignment, args.students, args.copies, args.seed)

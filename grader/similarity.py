@@ -34,8 +34,11 @@ import time
 from dataclasses import dataclass, field
 from itertools import combinations
 
+import copydetect
 import numpy as np
+import pygments
 from copydetect import CodeFingerprint, compare_files
+from copydetect.utils import get_token_coverage
 from pygments import token
 from pygments.lexers import PythonLexer
 
@@ -220,10 +223,18 @@ def make_work(name, students, group, pieces, given, boilerplate):
     return work
 
 
-def fingerprint(code, boilerplate=None):
+def fingerprint(code, boilerplate=frozenset()):
     """copydetect's fingerprint of Python `code`: every run of NOISE tokens (window 1, so the
-    result does not depend on Python's hash seed), less the boilerplate's."""
-    return CodeFingerprint("code.py", NOISE, 1, boilerplate=boilerplate, language="python", fp=io.StringIO(code))
+    result does not depend on Python's hash seed), less those in `boilerplate` (a set of hashes).
+    copydetect 0.5.0 would remove boilerplate with numpy's intersect1d(assume_unique=True) over
+    the document's hashes, which repeat where its code repeats, and so drop every repeated run,
+    given or not; the boilerplate's hashes are taken out here instead, its coverage counted again."""
+    found = CodeFingerprint("code.py", NOISE, 1, language="python", fp=io.StringIO(code))
+    if boilerplate:
+        found.hash_idx = {value: at for value, at in found.hash_idx.items() if value not in boilerplate}
+        found.hashes = set(found.hash_idx)
+        found.token_coverage = get_token_coverage(found.hash_idx, NOISE, len(found.filtered_code))
+    return found
 
 
 def collect(course, assignment_id, given, boilerplate):
@@ -284,7 +295,7 @@ def check_similarity(course, assignment_id, threshold=THRESHOLD, min_tokens=MIN_
     and the CSV (FOLDER/similarity/<id>.html and .csv). FileNotFoundError before any autograde."""
     started = time.time()
     given = given_code(course, assignment_id)
-    boilerplate = np.unique(np.array(sorted(fingerprint(given.text).hashes), dtype=np.int64))
+    boilerplate = frozenset(fingerprint(given.text).hashes)
     works, not_compared = collect(course, assignment_id, given, boilerplate)
     pairs = compare(works)
     flagged = [p for p in pairs if p.similarity >= threshold and p.tokens >= min_tokens]
@@ -292,9 +303,9 @@ def check_similarity(course, assignment_id, threshold=THRESHOLD, min_tokens=MIN_
     folder = course.grading_dir / "similarity"
     folder.mkdir(parents=True, exist_ok=True)
     result.csv_path = write_csv(result, folder / f"{assignment_id}.csv")
-    result.seconds = time.time() - started
     result.html_path = folder / f"{assignment_id}.html"
     result.html_path.write_text(report_html(result), encoding="utf-8")
+    result.seconds = time.time() - started
     return result
 
 
@@ -360,34 +371,35 @@ def _fingerprint_places(work):
 
 
 def _code_html(work, slices, numbers):
-    """The work's code, each matching span's own code in <mark>s, line by line (what was given,
-    the docstrings and comments inside a span left out), its number at the span's first mark and
-    at its first mark in every further cell; and what was not compared in the `given` style."""
+    """The work's code, line by line in spans: each matching span's own code in <mark>s (what was
+    given, the docstrings and comments inside a span left out), its number at the span's first mark
+    and at its first mark in every further cell; what was not compared in the `given` style; the
+    rest of its own code plain. No element but <code> holds a line break, and no text lies outside a
+    span but whitespace (so that every piece of text is either in view or out of it)."""
     text, own = work.text, work.own
-    span_of = np.full(len(text), -1)
+    size = len(text)
+    span_of = np.full(size, -1)
     for k, (start, end) in enumerate(zip(slices[0], slices[1])):
         span_of[int(start):int(end)] = k
     blanked = (np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
                != np.frombuffer(own.encode("utf-32-le"), dtype=np.uint32))
-    spaces = [match.span() for match in re.finditer(r"\s+", text)]
-    for start, end in spaces:
-        span_of[start:end] = -1
-    span_of[blanked] = -1
-    for start, end in spaces:     # a space inside a line joins the marks on either side of it, if one span's
-        if start and end < len(text) and "\n" not in text[start:end] and span_of[start - 1] == span_of[end] >= 0:
-            span_of[start:end] = span_of[end]
-    kind = np.where(span_of >= 0, span_of + 2, blanked)        # runs of one kind: one element each
-    bounds = [0, *(np.flatnonzero(kind[1:] != kind[:-1]) + 1).tolist(), len(text)]
+    # a character's kind: 0 whitespace outside any span, 1 own code, 2 not compared, 3 + k in match k
+    kind = np.where(blanked, 2, np.where(span_of >= 0, 3 + span_of, 1))
+    for match in re.finditer(r"\s+", text):
+        start, end = match.span()
+        inside = start and end < size and "\n" not in text[start:end] and kind[start - 1] == kind[end]
+        kind[start:end] = kind[end] if inside else 0
+    bounds = [0, *(np.flatnonzero(kind[1:] != kind[:-1]) + 1).tolist(), size]
     cell_starts = sorted(start for _, start in work.cells)
     tagged, out = set(), []
     for start, end in zip(bounds[:-1], bounds[1:]):
-        chunk, k = html.escape(text[start:end]), int(span_of[start])
-        if k >= 0:
-            where = (k, bisect.bisect_right(cell_starts, start))
-            out.append(f"<mark>{'' if where in tagged else _tag(numbers[k])}{chunk}</mark>")
+        chunk, what = html.escape(text[start:end]), int(kind[start])
+        if what >= 3:
+            where = (what - 3, bisect.bisect_right(cell_starts, start))
+            out.append(f"<mark>{'' if where in tagged else _tag(numbers[what - 3])}{chunk}</mark>")
             tagged.add(where)
         else:
-            out.append(f'<span class="given">{chunk}</span>' if blanked[start] else chunk)
+            out.append(("{}", "<span>{}</span>", '<span class="given">{}</span>')[what].format(chunk))
     return "".join(out)
 
 
@@ -411,18 +423,19 @@ def _style():
     c = COLOURS
     return f"""
 body{{font-family:system-ui,sans-serif;color:{c['text'][0]};background:{c['text'][1]};margin:0}}
-main{{max-width:1400px;margin:0 auto;padding:1em 2em}}
+main{{max-width:1400px;margin:0 auto;padding:1em clamp(0.5em,3vw,2em)}}
+h1,h2,h3,h4,p,li,caption{{overflow-wrap:anywhere}}
 a{{color:{c['link'][0]}}}
 table{{border-collapse:collapse;margin:0.5em 0 1.5em}}
-th,td{{border:1px solid #8a8a8a;padding:3px 10px;text-align:left;vertical-align:top}}
+th,td{{border:1px solid #8a8a8a;padding:3px 10px;text-align:left;vertical-align:top;overflow-wrap:anywhere}}
 th{{color:{c['header'][0]};background:{c['header'][1]}}}
-.sides{{display:grid;grid-template-columns:repeat(auto-fit,minmax(32em,1fr));gap:1em}}
+.sides{{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(32em,100%),1fr));gap:1em}}
 .code{{max-height:36em;overflow:auto;border:1px solid #6b6b6b;color:{c['code'][0]};background:{c['code'][1]}}}
 .code:focus{{outline:3px solid {c['tag'][1]};outline-offset:2px}}
-pre{{margin:0;padding:0.5em;font-size:0.85em;line-height:1.45}}
+pre{{margin:0;padding:0.5em;font-size:0.85em;line-height:1.45;white-space:break-spaces;overflow-wrap:anywhere}}
 .given{{color:{c['given'][0]};font-style:italic}}
 mark{{color:{c['mark'][0]};background:{c['mark'][1]};text-decoration:underline;text-decoration-thickness:2px;
-  text-underline-offset:3px;outline:1px solid #6b5900}}
+  text-underline-offset:3px}}
 .tag{{color:{c['tag'][0]};background:{c['tag'][1]};font-weight:bold;font-style:normal;padding:0 0.3em;
   margin-right:0.2em;border-radius:0.3em;text-decoration:none;display:inline-block}}
 .sr-only{{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);
@@ -441,10 +454,9 @@ def _side(pair, side, number, numbers):
     work, share, slices = (pair.a, pair.share_a, pair.slices_a) if side == "a" else (pair.b, pair.share_b,
                                                                                         pair.slices_b)
     who = html.escape(_who(work))
-    heading = f"pair-{number}-{side}"
-    return (f'<section aria-labelledby="{heading}"><h4 id="{heading}">{who}: {100 * share:.0f}% of its own code '
-            f'matches</h4><div class="code" tabindex="0" role="region" aria-label="code of {who}, matching spans '
-            f'marked and numbered"><pre><code>{_code_html(work, slices, numbers)}</code></pre></div></section>')
+    return (f'<div><h4>{who}: {100 * share:.0f}% of its own code matches</h4><div class="code" tabindex="0" '
+            f'role="region" aria-label="pair {number}, code of {who}: matching spans marked and numbered">'
+            f"<pre><code>{_code_html(work, slices, numbers)}</code></pre></div></div>")
 
 
 def report_html(result):
@@ -517,6 +529,7 @@ underlined and numbered; a span carries the same number on both sides.</li>
 {not_compared}
 <h2>The flagged pairs, side by side</h2>
 {_shown_note(len(flagged))}{''.join(details) or '<p>None.</p>'}
-<p>Made by <code>python -m grader similarity {aid}</code> with copydetect in {result.seconds:.1f} s.</p>
+<p>Made by <code>python -m grader similarity {aid}</code> with copydetect {copydetect.__version__} and Pygments
+{pygments.__version__}.</p>
 </main></body></html>
 """

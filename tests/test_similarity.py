@@ -169,6 +169,18 @@ def test_read_code_blanks_notes_in_place_and_a_renamed_line_keeps_its_shape():
     assert sim.read_code("raise ValueError('x')")[1] != sim.read_code("raise NotImplementedError('x')")[1]
 
 
+def test_repeated_code_keeps_its_fingerprints_beside_boilerplate():
+    """copydetect 0.5.0's own boilerplate filter drops every run a document repeats; the check's
+    keeps them and drops only the boilerplate's."""
+    block = "scores = torch.matmul(queries, keys.transpose(-2, -1)) / math.sqrt(width)\n"
+    code = block + "other = 1\n" + block
+    given = sim.fingerprint("def unrelated(a, b):\n    return [a, b, a, b, a, b, a, b, a]\n")
+    alone, beside = sim.fingerprint(code), sim.fingerprint(code, frozenset(given.hashes))
+    assert beside.hash_idx == alone.hash_idx and beside.token_coverage == alone.token_coverage
+    assert any(len(places) == 2 for places in beside.hash_idx.values()), "the repeated block lost its fingerprints"
+    assert not sim.fingerprint(code, frozenset(alone.hashes)).hashes, "the boilerplate's own runs stayed"
+
+
 def test_matches_carry_the_same_number_on_both_sides_wherever_they_stand():
     first = ("def first(values, scale):\n    shifted = values - values.max(dim=-1, keepdim=True).values\n"
              "    weights = shifted.exp() / shifted.exp().sum(dim=-1, keepdim=True)\n"
@@ -266,6 +278,9 @@ def test_the_code_panels_are_labelled_focusable_regions_and_marks_are_numbered(r
     assert len(panels) == 2 * len(result.flagged) > 0
     for attrs in panels:
         assert attrs.get("tabindex") == "0" and attrs.get("role") == "region" and attrs.get("aria-label"), attrs
+    landmarks = [attrs.get("aria-label") or attrs.get("aria-labelledby") for tag, attrs in page.tags
+                 if attrs.get("role") == "region" or (tag == "section" and attrs.get("aria-labelledby"))]
+    assert len(landmarks) == len(set(landmarks)), "two regions with one name"
     for side in re.findall(r'<div class="code".*?</div>', text, flags=re.S):
         marks = re.findall(r"<mark>(.*?)</mark>", side, flags=re.S)
         assert marks and marks[0].startswith('<span class="tag"><span class="sr-only">match </span>'), marks[:1]
