@@ -26,7 +26,6 @@ sharing an idiom).
 Writes FOLDER/similarity/<id>.html (the flagged pairs side by side, matching spans marked and
 numbered) and FOLDER/similarity/<id>.csv (the same pairs, for the gradebook's review)."""
 import bisect
-import csv
 import html
 import io
 import re
@@ -42,7 +41,7 @@ from copydetect.utils import get_token_coverage
 from pygments import token
 from pygments.lexers import PythonLexer
 
-from . import cells, labs
+from . import cells, csv_cells, labs
 from .report import load_outcomes
 from .submission import Status
 
@@ -311,27 +310,17 @@ def check_similarity(course, assignment_id, threshold=THRESHOLD, min_tokens=MIN_
 
 # ---- the CSV ----
 
-def csv_cell(value):
-    """A CSV cell a spreadsheet will not read as a formula: text that begins with =, +, -, @, a tab
-    or a carriage return gets a leading single quote (OWASP's advice on CSV injection)."""
-    text = str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
 CSV_COLUMNS = ("similarity_percent", "a", "a_students", "a_percent", "a_lines", "b", "b_students", "b_percent",
                "b_lines", "matched_tokens")
 
 
 def write_csv(result, path):
-    """One row per flagged pair, most similar first."""
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(CSV_COLUMNS)
-        for pair in result.flagged:
-            row = (f"{pair.similarity:.1f}", pair.a.name, "; ".join(pair.a.students), f"{100 * pair.share_a:.1f}",
-                   "; ".join(pair.spans("a")), pair.b.name, "; ".join(pair.b.students), f"{100 * pair.share_b:.1f}",
-                   "; ".join(pair.spans("b")), pair.tokens)
-            writer.writerow([csv_cell(value) for value in row])
+    """One row per flagged pair, most similar first; every cell through csv_cells (no formula a
+    spreadsheet would run: a student id such as `=HYPERLINK(...)` is written as text)."""
+    rows = [(f"{pair.similarity:.1f}", pair.a.name, "; ".join(pair.a.students), f"{100 * pair.share_a:.1f}",
+             "; ".join(pair.spans("a")), pair.b.name, "; ".join(pair.b.students), f"{100 * pair.share_b:.1f}",
+             "; ".join(pair.spans("b")), str(pair.tokens)) for pair in result.flagged]
+    csv_cells.write_csv(path, CSV_COLUMNS, rows)
     return path
 
 
