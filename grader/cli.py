@@ -205,6 +205,21 @@ def cmd_report(course, args):
         raise SystemExit(f"report: {error}")
 
 
+def cmd_similarity(course, args):
+    from .similarity import check_similarity
+    [aid] = _ids(course, [args.id])
+    try:
+        chosen = {"threshold": args.threshold, "min_tokens": args.min_tokens}
+        result = check_similarity(course, aid, **{name: value for name, value in chosen.items() if value is not None})
+    except FileNotFoundError as error:
+        raise SystemExit(f"similarity: {error}")
+    print(f"{aid}: {len(result.works)} submissions compared ({len(result.pairs)} pairs) in {result.seconds:.1f} s; "
+          f"{len(result.flagged)} pairs at {result.threshold:g}% or more (evidence to read, never a verdict)")
+    for who, why in result.not_compared:
+        print(f"not compared: {who}: {why}")
+    print(f"report: {result.html_path}\nCSV: {result.csv_path}")
+
+
 def cmd_publish(course, args):
     from .publish import publish
     return publish(course, Path(args.dest), force=args.force, assignments=args.ids or None)
@@ -262,6 +277,8 @@ READS_WRITES = {
                   "gradebook (extension, penalty) and FOLDER/outcomes/<id>.json"),
     "excuse": ("the roster (or the gradebook's students)", "FOLDER/term.json (and removes a 'missing' outcome)"),
     "report": ("FOLDER/outcomes/<id>.json and assignments/<id>/", "FOLDER/reports/<id>.html"),
+    "similarity": ("FOLDER/outcomes/<id>.json, FOLDER/autograded/<student>/<id>/, assignments/<id>/ (and a lab's "
+                   "solutions/<id>/)", "FOLDER/similarity/<id>.html and FOLDER/similarity/<id>.csv"),
     "publish": ("lectures/, assignments/<id>/, docs/student-readme.md, docs/syllabus.md, docs/img/, "
                 "requirements-student.txt", "DEST: a fresh tree and a commit (its .git and history kept)"),
     "demo": ("solutions/, assignments/, mutants/", "out/demo/ only (never course/ or assignments/)"),
@@ -401,6 +418,16 @@ def build_parser():
     p.add_argument("id")
     _grading_folder(p)
     p.set_defaults(run=cmd_report)
+    p = verbs.add_parser("similarity", help="how alike the graded submissions' code is, pair by pair (given code "
+                                            "left out): an HTML report of the pairs above a threshold, side by side, "
+                                            "and a CSV; evidence to read, never a verdict")
+    p.add_argument("id")
+    p.add_argument("--threshold", type=float, default=None, metavar="PERCENT", help="flag a pair when this share "
+                   "of either side's own code matches the other (default 50)")
+    p.add_argument("--min-tokens", type=int, default=None, help="and the matching code holds at least this many "
+                   "tokens (default 100, about four lines)")
+    _grading_folder(p)
+    p.set_defaults(run=cmd_similarity)
     p = verbs.add_parser("publish", help="write the student-facing course (no answer key) as a repository in DEST")
     p.add_argument("dest")
     p.add_argument("--force", action="store_true", help="replace DEST if it exists")

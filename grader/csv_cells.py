@@ -4,7 +4,7 @@ Excel, LibreOffice and Google Sheets read a cell whose text begins with `=`, `+`
 or a carriage return as a formula, so a student who calls themselves `=HYPERLINK(...)` in Moodle (or
 whose roster id or e-mail begins so) would have it run on the instructor's machine when the export
 is opened ("CSV injection"). OWASP's rule, applied here to every cell of every CSV the grader writes
-(export.py, canvas_template.py): such a cell is prefixed with a single quote, which a spreadsheet
+(export.py, canvas_template.py, similarity.py): such a cell is prefixed with a single quote, which a spreadsheet
 shows as text. A number (`-3.5`, `+2`, `1e-3`) is not text and stays as it is.
 
 A quote changes the text, so a column an LMS importer matches students by cannot take one and
