@@ -150,7 +150,7 @@ def feedback_zip(course, assignment_id, lms, output):
         pattern = _CANVAS if lms == "canvas" else _MOODLE
         match = pattern.fullmatch(outcome.get("lms_name", ""))
         uid = outcome.get("lms_user_id") or (match["uid"] if match else "")
-        if lms == "moodle" and outcome.get("group") and not match:
+        if lms == "moodle" and outcome.get("group") and not (match and outcome.get("lms_records_read")):
             skipped.append(f"{student} (team {outcome['group']}: Moodle gives a file to the participant its name "
                            "carries, and no row of the grading worksheet gave theirs; grade with --worksheet)")
             continue

@@ -156,7 +156,7 @@ class Submission:
         """What the class report keeps of it (course/outcomes/<id>.json): plain data only."""
         keep = ("student", "status", "reason", "score", "max_score", "failed", "notes", "seconds",
                 "late", "seconds_late", "penalty", "time_unknown", "login", "preset", "lms_name", "group",
-                "lms_user_id")
+                "lms_user_id", "lms_records_read")
         data = {name: getattr(self, name) for name in keep}
         data["status"] = str(self.status)
         data["submitted_at"] = self.submitted_at.isoformat() if self.submitted_at else None

@@ -187,3 +187,17 @@ def test_the_moodle_export_and_a_drop_after_grading(terms):
         _, _, notes = export(course, tmp / f"after-drop-{fmt}.csv", fmt)
         assert not any("alee" in note for note in notes), (fmt, notes)
         assert "alee" not in (tmp / f"after-drop-{fmt}.csv").read_text()
+
+
+def test_a_team_member_without_their_own_row_gets_no_moodle_file(terms):
+    """Graded with --groups alone (or before the worksheet was read), a member's only name is the
+    team folder's, whose number is the group's id: their page is left out and the note says why.
+    (Runs last: it changes the saved outcomes.)"""
+    tmp, _, _, (course, _, _) = terms
+    outcomes = course.grading_dir / "outcomes" / f"{A1}.json"
+    saved = json.loads(outcomes.read_text())
+    saved["alee"].update(lms_name="Team Beta_13_assignsubmission_file", lms_records_read=False)
+    outcomes.write_text(json.dumps(saved))
+    zipped, _, [note] = feedback_zip(course, A1, "moodle", tmp / "without-row.zip")
+    assert not any("_13_" in name for name in zipfile.ZipFile(zipped).namelist())
+    assert "alee (team Team Beta: Moodle gives a file to the participant its name carries" in note
