@@ -75,8 +75,8 @@ def cmd_autograde(course, args):
                           engine="dask" if args.dask else "threads",
                           scheduler=args.scheduler, workers=args.workers, cell_timeout=args.cell_timeout,
                           total_timeout=args.total_timeout, lms=args.lms, pattern=args.pattern,
-                          times=args.times, worksheet=args.worksheet, lms_timezone=args.lms_timezone,
-                          groups=args.groups,
+                          times=tuple(args.times) if args.times else None, worksheet=args.worksheet,
+                          lms_timezone=args.lms_timezone, groups=args.groups,
                           due=parse_time(args.due) if args.due else None,
                           late_penalty=penalty_config(args.late_penalty) if args.late_penalty else None,
                           student=args.student,
@@ -337,11 +337,14 @@ def build_parser():
                    "with named groups `student` and optionally `timestamp` (overrides --lms)")
     p.add_argument("--due", default=None, help="the due date, stored in the gradebook: '2026-10-01 23:59' "
                    "(this machine's time zone) or with an offset")
-    p.add_argument("--times", default=None, metavar="FILE", help="when each student submitted: Canvas's "
-                   "submissions API saved as JSON, or a CSV `student,submitted_at` (the download's own file "
-                   "times are never used; without a time a submission is 'time unknown', never late)")
-    p.add_argument("--worksheet", default=None, metavar="FILE", help="Moodle's grading worksheet (CSV): each "
-                   "participant's submission time, name and e-mail (needed under blind marking)")
+    p.add_argument("--times", default=None, action="append", metavar="FILE", help="when each student submitted: "
+                   "Canvas's submissions API saved as JSON (one --times per page of it), or a CSV "
+                   "`student,submitted_at` (the download's own file times are never used; without a time a "
+                   "submission is 'time unknown', never late; a file that covers part of the download is "
+                   "warned about)")
+    p.add_argument("--worksheet", default=None, metavar="FILE", help="Moodle's grading worksheet (CSV, in "
+                   "English, German, French or Spanish): each participant's submission time, name, e-mail, "
+                   "extension and team (needed under blind marking and for team submissions)")
     p.add_argument("--groups", default=None, metavar="FILE", help="who is in each group, for a group assignment "
                    "(one file per group, graded for every member): a CSV `group,student`, Canvas's group set "
                    "export or Moodle's participants download with its Groups column")

@@ -208,7 +208,9 @@ def export(course, path, fmt="long", assignment_ids=None, template=None, maps=No
         lacking = [p.id for p in people if not p.lms_user_id]
         notes.append(f"{len(lacking)} student(s) without an lms_user_id ({', '.join(lacking[:5])}...): Canvas "
                      "matches them by SIS Login ID only; import a roster with lms_user_id")
-    provisional = sorted({f"{e.student}/{e.assignment}" for e in entries.values() if e.provisional})
+    listed = {p.id for p in people}      # a dropped student's grades stay in the gradebook, out of every export
+    provisional = sorted({f"{e.student}/{e.assignment}" for e in entries.values() if e.provisional
+                          and e.student in listed})
     if provisional:
         notes.append(f"{len(provisional)} total(s) are provisional (written answers or ungraded notebooks "
                      f"wait for a manual grade): {', '.join(provisional[:8])}{' ...' if len(provisional) > 8 else ''}")

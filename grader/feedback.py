@@ -126,10 +126,13 @@ ZIP_FORMATS = ("canvas", "moodle")
 def feedback_zip(course, assignment_id, lms, output):
     """Every graded student's feedback page in a zip the LMS's bulk upload reads: Canvas's
     "Re-Upload Submissions" takes the first two all-digit `_` parts of a name as the user id and the
-    id of a file in their submission (canvas-lms Assignment#infer_comment_context_from_filename);
+    id of a file in their submission (canvas-lms Assignment#infer_comment_context_from_filename), so
+    an anonymous submission's page carries the user id its records paired with the anonymous id;
     Moodle's "Upload multiple feedback files in a zip" reads <name>_<participant id>_<plugin
-    type>_<plugin name>_... (mod/assign/feedback/file/importziplib.php). Returns (path, pages
-    written, notes on who was left out and why). Run `feedback` first: the pages come from there."""
+    type>_<plugin name>_... and gives the file to that one participant
+    (mod/assign/feedback/file/importziplib.php), so a team member's page carries their own
+    participant number, never the team folder's group id. Returns (path, pages written, notes on
+    who was left out and why). Run `feedback` first: the pages come from there."""
     import zipfile
 
     from .lms import _CANVAS, _MOODLE
@@ -146,12 +149,19 @@ def feedback_zip(course, assignment_id, lms, output):
             continue
         pattern = _CANVAS if lms == "canvas" else _MOODLE
         match = pattern.fullmatch(outcome.get("lms_name", ""))
-        if match is None or match["uid"].startswith("anon_"):
+        uid = outcome.get("lms_user_id") or (match["uid"] if match else "")
+        if lms == "moodle" and outcome.get("group") and not (match and outcome.get("lms_records_read")):
+            skipped.append(f"{student} (team {outcome['group']}: Moodle gives a file to the participant its name "
+                           "carries, and no row of the grading worksheet gave theirs; grade with --worksheet)")
+            continue
+        if match is None or uid.startswith("anon_"):
             skipped.append(f"{student} (the download's name {outcome.get('lms_name')!r} does not say whom "
-                           f"{lms} should give it to)")
+                           f"{lms} should give it to" + (": give --times the submissions JSON of an account with "
+                                                         "administrator access, which pairs anonymous ids with users"
+                                                         if uid.startswith("anon_") else "") + ")")
             continue
         if lms == "canvas":
-            name = f"{match['name'] or 'student'}_{match['uid']}_{match['sid']}_{assignment_id}-feedback.html"
+            name = f"{match['name'] or 'student'}_{uid}_{match['sid']}_{assignment_id}-feedback.html"
         else:
             name = f"{match['name']}_{match['uid']}_assignsubmission_file_{assignment_id}-feedback.html"
         written[name] = page

@@ -113,9 +113,18 @@ def parse_time(text, zone=None):
 _CANVAS = re.compile(r"(?:(?P<name>[^/]+?)_)??(?P<late>late_)?(?P<uid>\d+|anon_[A-Za-z0-9]+)_(?P<sid>\d+)_"
                      r"(?P<orig>.+?)(?:-(?P<rev>\d+))?(?P<ext>\.[A-Za-z0-9]+)?", re.IGNORECASE)
 _MOODLE = re.compile(r"(?P<name>.+?)_(?P<uid>\d+)_assignsubmission_(?:file|onlinetext)_?(?P<orig>.*)")
-# team submissions of students in no group: mod_assign's string 'defaultteam', with no group id
+# team submissions of students in no group: mod_assign's string 'defaultteam', with no group id, in
+# the downloading user's language (mod/assign/lang/{en,de,fr,es}/assign.php); read as DEFAULT_TEAM
 DEFAULT_TEAM = "Default group"
-_MOODLE_DEFAULT_TEAM = re.compile(r"Default group_assignsubmission_(?:file|onlinetext)_?")
+DEFAULT_TEAM_NAMES = (DEFAULT_TEAM, "Standard-Gruppe", "Groupe par défaut", "Grupo por defecto")
+_MOODLE_DEFAULT_TEAM = re.compile("(?:" + "|".join(map(re.escape, DEFAULT_TEAM_NAMES))
+                                  + r")_assignsubmission_(?:file|onlinetext)_?", re.IGNORECASE)
+
+
+def default_team(name):
+    """DEFAULT_TEAM for Moodle's name of the team of students in no group, in any language read; else
+    `name` as it is."""
+    return DEFAULT_TEAM if name.strip().lower() in (n.lower() for n in DEFAULT_TEAM_NAMES) else name
 _BLACKBOARD = re.compile(r"(?P<assignment>.+)_(?P<user>[^_]+)_attempt_"
                          r"(?P<time>\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d)(?:_(?P<orig>.+))?")
 _EXCHANGE = re.compile(r"(?P<student>[^+]+)\+(?P<assignment>[^+]+)\+(?P<time>[^+]+)(?:\+.*)?")

@@ -12,6 +12,7 @@ GitHub Classroom's student repositories are read by grader/classroom.py (the not
 commit). Mapping the LMS's identity to the class list, and a group's file to its members, is the
 next stage (identify)."""
 import dataclasses
+import re
 import shutil
 import tempfile
 import zipfile
@@ -19,8 +20,8 @@ import zlib
 from pathlib import Path, PurePosixPath
 
 from .. import classroom
-from ..lms import SAFE_ID, read_names, relative_files
-from ..lms_records import read_times, read_worksheet
+from ..lms import SAFE_ID, default_team, read_names, relative_files
+from ..lms_records import LmsRecord, read_text, read_times, read_worksheet
 from ..safe_files import link_reason
 from ..submission import Status, Submission
 
@@ -42,10 +43,14 @@ def collect(intake, batch):
                                                              lms=options.lms, pattern=options.pattern,
                                                              zone=options.lms_timezone)
     intake.preset = preset
-    for records in (read_times(options.times, options.lms_timezone) if options.times else None,
-                    read_worksheet(options.worksheet, options.lms_timezone) if options.worksheet else None):
-        if records is not None:
-            apply_records(intake.submissions, records)
+    if options.times:
+        _apply_times(intake, times_files(options.times), options.lms_timezone)
+    if options.worksheet:
+        intake.worksheet = read_worksheet(options.worksheet, options.lms_timezone)
+        unmatched = apply_records(intake.submissions, intake.worksheet, worksheet=True)
+        intake.warnings += _partial(unmatched, intake.submissions, f"the worksheet ({Path(options.worksheet).name}) "
+                                    "has no row for", "is it this assignment's worksheet, downloaded after the last "
+                                    "submission?")
     intake.unrecognised = [Submission(path, status=Status.UNRECOGNISED,
                                       reason=why or f"not read as a {preset} file name (use --lms or --pattern)")
                            for path, why in unrecognised]
@@ -104,21 +109,88 @@ def read_download(source, assignment_id, workspace, lms="auto", pattern=None, zo
     return preset, sorted(submissions, key=lambda s: s.login), unrecognised
 
 
-def apply_records(submissions, records):
+def times_files(times):
+    """--times as a list of files: one, or several (each page of Canvas's paginated API its own file)."""
+    return [times] if isinstance(times, (str, Path)) else list(times)
+
+
+# Canvas's page sizes: 10 unless per_page says more, and per_page is capped (100 on most instances)
+_CANVAS_PAGE_SIZES = (10, 50, 100)
+
+
+def _apply_times(intake, files, zone):
+    records, full_pages = {}, []
+    for path in files:
+        page = read_times(path, zone)
+        records.update(page)
+        users = len({record.key for record in page.values()})
+        if _is_json(path) and users in _CANVAS_PAGE_SIZES:
+            full_pages.append(f"{Path(path).name} holds {users}, a whole page of Canvas's API")
+    unmatched = apply_records(intake.submissions, records)
+    names = ", ".join(Path(path).name for path in files)
+    hint = ("Canvas's submissions API answers one page at a time: save every page (&page=2, &page=3, ... until "
+            "one is []) and give each with its own --times" + (f" ({'; '.join(full_pages)})" if full_pages else "")
+            if any(_is_json(path) for path in files) else "add their rows")
+    intake.warnings += _partial(unmatched, intake.submissions, f"the times ({names}) hold no record of", hint)
+
+
+def _is_json(path):
+    return read_text(path).lstrip().startswith(("[", "{"))
+
+
+def _partial(unmatched, submissions, says, hint):
+    """The warning for records that cover part of the download: how many, who, what to do."""
+    if not unmatched:
+        return []
+    shown = ", ".join(f"{s.name} ({s.login})" if s.name and s.name != s.login else s.login for s in unmatched[:8])
+    more = f" and {len(unmatched) - 8} more" if len(unmatched) > 8 else ""
+    return [f"{says} {len(unmatched)} of the {len(submissions)} submissions in the download ({shown}{more}): "
+            f"their time is unknown, so they are never late (nor penalised); {hint}"]
+
+
+def apply_records(submissions, records, worksheet=False):
     """What the LMS records for each submission, matched by the key the download names them by:
     the time (and the LMS's late verdict) wherever the records hold one, the name and e-mail they
-    give; a submission the records do not know keeps what its name said."""
+    give, the user behind an anonymous name (Canvas's admin JSON), the extension (Moodle's
+    `worksheet`, which says there is none when it has none); a Moodle team's folder gets its team's
+    time from its members' rows, never from a participant's row that happens to have the group's
+    number. A submission the records do not know keeps what its name said; those are returned."""
+    teams = worksheet and any(record.group for record in records.values())
+    unmatched = []
     for submission in submissions:
-        record = records.get(submission.login)
+        team = teams and submission.preset == "moodle"
+        record = _team_row(submission, records) if team else records.get(submission.login)
         if record is None:
+            unmatched.append(submission)
             continue
         submission.submitted_at = record.submitted_at or submission.submitted_at
         if record.late is not None:
             submission.lms_late = record.late
+        if submission.preset == "canvas" and submission.login.startswith("anon_") and record.key != submission.login:
+            submission.lms_user_id = record.key          # anonymous_id paired with its user_id
         submission.name = submission.name or record.name
         if record.name and submission.name.lower() == "participant":     # Moodle's blind marking
             submission.name = record.name
         submission.email = record.email or submission.email
+        if worksheet and not team:                       # the student's own row, not a team's
+            submission.lms_records_read, submission.lms_extension = True, record.extension
+    return unmatched
+
+
+def _team_row(submission, records):
+    """A Moodle team's folder is named by the group, its number the group's id, which no row of the
+    worksheet has: every member's row holds the team's submission time and names the team in its
+    Group column (the default team's name in the worksheet's language)."""
+    team = _slug(default_team(submission.name))
+    rows = [r for r in records.values() if r.group and _slug(default_team(r.group)) == team]
+    if not team or not rows:
+        return None
+    times = [r.submitted_at for r in rows if r.submitted_at]
+    return LmsRecord(submission.login, max(times) if times else None, late=True if any(r.late for r in rows) else None)
+
+
+def _slug(text):
+    return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
 def _latest(assignment_id, attempts):
@@ -144,8 +216,10 @@ def _latest(assignment_id, attempts):
     for problem in problems:
         submission.note(f"not read: {problem}")
     # files of one folder with nothing to order them by: the expected name (nearest the top of the
-    # upload), else the one notebook nearest the top, else no guess
+    # upload), else the one notebook nearest the top, else no guess; two copies of one name (the
+    # file picker's or the browser's "name (1).ipynb") are never told apart by their names
     tied = [f for f in notebooks if f.attempt_key[1:3] == notebooks[0].attempt_key[1:3]]
+    why_this = ""
     if len(tied) > 1:
         named = sorted((f for f in tied if f.path.name == expected), key=_depth)
         top = [f for f in tied if _depth(f) == min(map(_depth, tied))]
@@ -155,8 +229,19 @@ def _latest(assignment_id, attempts):
                                  f"({', '.join(sorted(map(_shown_path, tied)))}): rename the one to grade {expected}")
             return submission
         chosen = named[0] if named else top[0]
+        copies = [f for f in tied if f is not chosen and _copy_of(f) == _copy_of(chosen)]
+        if any(f.path.read_bytes() != chosen.path.read_bytes() for f in copies):
+            submission.path = None
+            versions = ", ".join(sorted(map(_shown_path, [chosen] + copies)))
+            submission.reason = (f"two versions of {_copy_of(chosen)[1]} in one submission ({versions}) and nothing "
+                                 "records which came last (the LMS keeps one time for the whole submission): grade "
+                                 "the right one with `autograde ID FILE.ipynb --student ID --submitted-at TIME`, "
+                                 "or ask the student")
+            return submission
         submission.path = chosen.path
         submission.others = [_shown_path(f) for f in attempts if f is not chosen]
+        why_this = ("identical copies" if copies else "the assignment's name" if named else
+                    "the notebook at the top of the upload") + "; nothing records which file came last"
     submission.lms_name = chosen.relative.parts[0]
     if chosen.inside:
         submission.note(f"notebook found in {chosen.inside}/: {chosen.path.name}")
@@ -164,9 +249,24 @@ def _latest(assignment_id, attempts):
         submission.note(f"notebook was renamed to {chosen.path.name}; graded as {expected}")
     if submission.others:
         later = "" if not chosen.submitted_at else f" ({_shown_time(chosen.submitted_at)})"
-        submission.note(f"graded the latest file, {chosen.path.name}{later}; not graded: "
-                        + ", ".join(submission.others))
+        which = (f"graded {chosen.path.name} ({why_this})" if why_this else
+                 f"graded the latest file, {chosen.path.name}{later}" if len(notebooks) > 1 else
+                 f"graded the notebook, {chosen.path.name}")
+        submission.note(f"{which}; not graded: " + ", ".join(submission.others))
     return submission
+
+
+# "name (1).ipynb": a copy of "name.ipynb" made by Moodle's file picker when an upload's name is taken
+# (lib/filestorage/file_storage.php, get_unused_filename: file.txt > file (1).txt > file (2).txt), or by
+# a browser saving a download twice
+_COPY = re.compile(r"(?P<stem>.+?) \((?P<n>\d+)\)(?P<ext>\.[^.]+)?")
+
+
+def _copy_of(found):
+    """(the folder in the upload, the name it is a copy of) for "name (N).ext", else its own name."""
+    match = _COPY.fullmatch(found.path.name)
+    name = f"{match['stem']}{match['ext'] or ''}" if match else found.path.name
+    return found.inside, name
 
 
 def _depth(found):
