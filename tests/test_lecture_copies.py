@@ -6,7 +6,8 @@ reuses another's code carries a copy, in a cell whose metadata names the origina
 defined, character for character, in that lecture; a change made to one copy and not the other fails
 here. Lecture 12 trains and samples lecture 8's decoder and KV cache this way, lecture 6 carries the
 attention, block and training code of lecture 5, and the encoder lecture builds the capstone's corpus (the
-standard library's docstrings, character tokens) with the capstone's own code.
+standard library's docstrings, character tokens) with the capstone's own code and loads its real pretrained encoder
+into lecture 6's attention and block.
 
 And lecture 8's decoder is the course's model: loaded with the weights of assignment 2's
 `DecoderOnlyLM` (grader/provided/model.py, what a3 and a4 receive as a provided cell), it computes the

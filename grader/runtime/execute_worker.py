@@ -84,6 +84,7 @@ def hand_over_test_code(source, target):
         data = source.read_bytes()
         target.unlink(missing_ok=True)
         descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        os.fchmod(descriptor, 0o644)   # the grader's umask (077 under Gradescope) would hide it from the kernel
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
     except OSError:
