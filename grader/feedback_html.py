@@ -91,7 +91,15 @@ CODE_BACKGROUND = "#f5f5f5"    # bootstrap's <pre>, which nbgrader's page loads:
 TEXT = "#1f1f1f"
 LINK = "#1d4f7c"               # 7.8:1 on the code's grey, 8.5:1 on white
 HEADING = "#286090"            # a cell's heading: white text on it, 6.6:1
-
+LATE = "#a8322c"               # the late penalty, on the score panel's grey (nbgrader's #d2413a: 4.2:1)
+# every (text, background) pair PAGE_CSS sets, each at least 4.5:1 (tests/test_accessibility.py)
+COLOURS = {
+    "code text": (TEXT, CODE_BACKGROUND),
+    "link": (LINK, "#ffffff"),
+    "link on grey": (LINK, CODE_BACKGROUND),
+    "cell heading": ("#ffffff", HEADING),
+    "late penalty": (LATE, CODE_BACKGROUND),
+}
 
 class CodeStyle(Style):
     """The feedback page's code colours: Pygments' default hues, darkened where they fell short, so that
@@ -144,24 +152,35 @@ class CodeStyle(Style):
 
 def page_css():
     """What the page adds after nbgrader's styles (which inline Pygments' default colours and bootstrap's
-    links, told apart by colour alone): the code in CodeStyle, underlined links, darker cell headings."""
+    links, told apart by colour alone): the code in CodeStyle, underlined links, darker cell headings that
+    grow with their content (nbgrader fixes them at 37px: on a phone the score fell out of the heading, white
+    on grey), a darker late penalty, and code and outputs wrapped at the page's width (WCAG 1.4.10: no box
+    to scroll sideways, which a keyboard could not reach)."""
     code = HtmlFormatter(style=CodeStyle).get_style_defs(".highlight")
     return f"""{code}
 .highlight pre {{ color: {TEXT}; background-color: {CODE_BACKGROUND}; }}
+pre {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
 a, a:hover, a:focus {{ color: {LINK}; text-decoration: underline; }}
 .panel-primary > .panel-heading {{ background-color: {HEADING}; border-color: {HEADING}; }}
 .panel-primary {{ border-color: {HEADING}; }}
+div.nbgrader_cell .panel-heading {{ height: auto; display: flow-root; }}
 div.nbgrader_cell .panel-heading a {{ color: #ffffff; }}
+li.late-penalty {{ color: {LATE}; }}
 """
 
 
 # nbgrader's feedback template (nbgrader/server_extensions/formgrader/templates/feedback), whose header
-# writes a bare <html>: given the page's language (nbconvert's language_code, "en") and PAGE_CSS last
+# writes a bare <html>: given the page's language (nbconvert's language_code, "en") and PAGE_CSS last; the
+# score at the top (nbgrader's first <h4>, before any heading of the notebook's) a first-level heading in
+# the h4's look, so that the notebook's own headings follow it in order
 PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block header -%}
 {{ super() | replace('<html>', '<html lang="' ~ resources.language_code ~ '">', 1)
            | replace('</head>', '<style>' ~ resources.course_page_css ~ '</style>\n</head>', 1) }}
 {%- endblock header -%}
+{%- block body -%}
+{{ super() | replace('<h4>', '<h1 class="h4">', 1) | replace('</h4>', '</h1>', 1) }}
+{%- endblock body -%}
 """
 
 
