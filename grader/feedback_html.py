@@ -15,9 +15,10 @@ The cleaning is bleach's (nbconvert depends on it for its own, stricter `sanitiz
 shows headings and paragraphs as text).
 
 The page is also made accessible (WCAG 2.1 AA, docs/accessibility.md), here and only here: PAGE_TEMPLATE
-extends nbgrader's feedback template, gives `<html>` its language and adds PAGE_CSS after nbgrader's
-styles: code highlighted in CodeStyle (every colour at least 4.5:1 on its background), links underlined,
-the cells' headings in white on a darker blue. Every page of every assignment and lab is made here."""
+extends nbgrader's feedback template, gives `<html>` its language, makes the score at the top the first
+heading and adds page_css() after nbgrader's styles: code highlighted in CodeStyle (every colour at least
+4.5:1 on its background), links underlined, the cells' headings in white on a darker blue, code and
+outputs wrapped at the page's width. Every page of every assignment and lab is made here."""
 import base64
 import copy
 
