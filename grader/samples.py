@@ -17,6 +17,8 @@ DEMO_BUGS = {
     "a5_attention_at_scale": ["normaliser_not_rescaled", "query_strips_only", "global_sees_future",
                               "state_not_carried"],
     "a6_real_models": ["c_attn_kqv_order", "rotary_offset_ignored", "repeat_kv_tiled", "llama_lm_head_copied"],
+    "a7_flash_attention_triton": ["causal_end_in_key_blocks", "delta_forgotten", "float16_accumulator",
+                                  "gradients_swapped"],
 }
 LAB_DEMO_MISSES = 2   # a lab's demo students: one per bug left in, for the first bugs
 
