@@ -9,7 +9,9 @@ grades through warm kernels, as autograde does for a batch):
 - where the server cannot build its sandbox, grading falls back to cold kernels, saying so;
 - each submission's worker, forked from the worker server (stages/execute.py: WorkerServer), is a
   fresh process that is stopped like a started one when its notebook overruns;
-- both servers end when the grader does, even though a batch starts them from a helper thread.
+- both servers end when the grader does, even though a batch starts them from a helper thread;
+- Triton's interpreter runs in a warm kernel although the server imported triton (torch._dynamo does)
+  before the notebook set TRITON_INTERPRET, and it writes nothing outside the kernel's working copy.
 Slow-ish (about 30 s): real kernels."""
 import json
 import os
@@ -121,6 +123,35 @@ def test_no_state_passes_from_one_kernel_to_the_next(warm, tmp_path):
     assert printed[0] == "False False", "a warm kernel carried state from the kernel before it"
     assert _printed(first).strip() == "\n".join(printed[1:]).strip(), \
         "torch's default generator should start where a fresh Python's does (the server draws nothing)"
+
+
+TRITON_IN_THE_KERNEL = """
+import os, sys
+imported_before = "triton" in sys.modules                  # by the server's import of torch._dynamo
+os.environ["TRITON_INTERPRET"] = "1"                        # as a7's first cell does: no GPU in a sandbox
+import torch, triton, triton.language as tl
+
+@triton.jit
+def double_kernel(X, OUT, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(OUT + offsets, 2 * tl.load(X + offsets, mask=offsets < n), mask=offsets < n)
+
+x = torch.arange(40.0)
+out = torch.empty(40)
+double_kernel[(3,)](x, out, 40, BLOCK=16)
+written = sorted(name for folder in (os.environ["HOME"], "/tmp") for name in os.listdir(folder))
+print(imported_before, type(double_kernel).__name__, torch.equal(out, 2 * x), written)
+"""
+
+
+def test_triton_s_interpreter_runs_in_a_warm_kernel(warm, tmp_path):
+    """a7 and lecture 11 set TRITON_INTERPRET in their first cell, after the server has imported triton: the
+    switch is read when a kernel is defined, so the kernel is interpreted, and it leaves no cache behind."""
+    run = run_notebook(_notebook(TRITON_IN_THE_KERNEL), tmp_path / "student", total_timeout=120, kernel_server=warm)
+    imported_before, kind, equal, written = _printed(run).strip().splitlines()[-1].split(" ", 3)
+    assert imported_before == "True", "the server no longer imports triton: this test no longer tests the late switch"
+    assert (kind, equal) == ("InterpretedFunction", "True"), f"the kernel ran as {kind}, right: {equal}"
+    assert ".triton" not in written, f"the interpreter wrote a cache into the kernel's folders: {written}"
 
 
 def test_a_kernel_dies_with_the_process_that_started_it(warm, tmp_path):
