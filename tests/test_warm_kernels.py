@@ -10,8 +10,8 @@ grades through warm kernels, as autograde does for a batch):
 - each submission's worker, forked from the worker server (stages/execute.py: WorkerServer), is a
   fresh process that is stopped like a started one when its notebook overruns;
 - both servers end when the grader does, even though a batch starts them from a helper thread;
-- Triton's interpreter runs in a warm kernel although the server imported triton (torch._dynamo does)
-  before the notebook set TRITON_INTERPRET, and it writes nothing outside the kernel's working copy.
+- Triton's kernels run in its interpreter in a warm kernel (the server imports triton, through
+  torch._dynamo, with TRITON_INTERPRET set), and write nothing outside the kernel's working copy.
 Slow-ish (about 30 s): real kernels."""
 import json
 import os
@@ -127,30 +127,33 @@ def test_no_state_passes_from_one_kernel_to_the_next(warm, tmp_path):
 
 TRITON_IN_THE_KERNEL = """
 import os, sys
-imported_before = "triton" in sys.modules                  # by the server's import of torch._dynamo
-os.environ["TRITON_INTERPRET"] = "1"                        # as a7's first cell does: no GPU in a sandbox
+imported_before = "triton.language" in sys.modules         # by the server's import of torch._dynamo
 import torch, triton, triton.language as tl
 
 @triton.jit
-def double_kernel(X, OUT, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(OUT + offsets, 2 * tl.load(X + offsets, mask=offsets < n), mask=offsets < n)
+def row_sums_kernel(X, OUT, n, BLOCK: tl.constexpr):       # tl.sum is one of triton.language's own kernels
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    tl.store(OUT + row, tl.sum(tl.load(X + row * n + cols, mask=cols < n, other=0.0), axis=0))
 
-x = torch.arange(40.0)
-out = torch.empty(40)
-double_kernel[(3,)](x, out, 40, BLOCK=16)
+x = torch.arange(60.0).reshape(3, 20)
+out = torch.empty(3)
+row_sums_kernel[(3,)](x, out, 20, BLOCK=32)
 written = sorted(name for folder in (os.environ["HOME"], "/tmp") for name in os.listdir(folder))
-print(imported_before, type(double_kernel).__name__, torch.equal(out, 2 * x), written)
+print(imported_before, os.environ.get("TRITON_INTERPRET"), type(tl.sum).__name__, torch.equal(out, x.sum(dim=1)),
+      written)
 """
 
 
 def test_triton_s_interpreter_runs_in_a_warm_kernel(warm, tmp_path):
-    """a7 and lecture 11 set TRITON_INTERPRET in their first cell, after the server has imported triton: the
-    switch is read when a kernel is defined, so the kernel is interpreted, and it leaves no cache behind."""
+    """A sandbox has no GPU: Triton's kernels run in its interpreter, which Triton must know before it is first
+    imported (the server imports it with torch._dynamo, and triton.language makes its own kernels then), so the
+    server starts with TRITON_INTERPRET=1. The interpreter leaves no cache behind."""
     run = run_notebook(_notebook(TRITON_IN_THE_KERNEL), tmp_path / "student", total_timeout=120, kernel_server=warm)
-    imported_before, kind, equal, written = _printed(run).strip().splitlines()[-1].split(" ", 3)
-    assert imported_before == "True", "the server no longer imports triton: this test no longer tests the late switch"
-    assert (kind, equal) == ("InterpretedFunction", "True"), f"the kernel ran as {kind}, right: {equal}"
+    imported_before, switch, kind, right, written = _printed(run).strip().splitlines()[-1].split(" ", 4)
+    assert imported_before == "True", "the server no longer imports triton: this test no longer tests the order"
+    assert (switch, kind, right) == ("1", "InterpretedFunction", "True"), \
+        f"TRITON_INTERPRET={switch}, tl.sum is a {kind}, the row sums are right: {right}"
     assert ".triton" not in written, f"the interpreter wrote a cache into the kernel's folders: {written}"
 
 
