@@ -420,21 +420,20 @@ def _copy_kernel(X, Y, n, BLOCK: tl.constexpr):
 # --- flash_attn_bwd -------------------------------------------------------------------------------------------
 
 
-@mutant("flash_attn_bwd", "dS = P * dP: forgets to subtract D = rowsum(dO * O)",
-        fails=("test_flash_attn_bwd", "test_flash_attn_bwd_causal", "test_flash_attn_bwd_fp16", "test_any_layout"))
+@mutant("flash_attn_bwd", "dS = P * dP: forgets to subtract D = rowsum(dO * O)", fails=BWD + ("test_any_layout",))
 def delta_forgotten(q, k, v, out, lse, grad_out, causal=False, block_q=16, block_k=16):
     return _backward(q, k, v, out, lse, grad_out, causal, block_q, block_k, "delta_forgotten")
 
 
 @mutant("flash_attn_bwd", "takes D from the current tile, rowsum(P * dP) over one key block, not the whole row",
-        fails=("test_flash_attn_bwd", "test_flash_attn_bwd_causal", "test_flash_attn_bwd_fp16", "test_any_layout"))
+        fails=BWD + ("test_any_layout",))
 def delta_from_the_tile(q, k, v, out, lse, grad_out, causal=False, block_q=16, block_k=16):
     return _backward(q, k, v, out, lse, grad_out, causal, block_q, block_k, "delta_from_the_tile")
 
 
 
 
-@mutant("flash_attn_bwd", "forgets the scale in dQ = dS K / sqrt(d)", fails=BWD[:3] + ("test_any_layout",))
+@mutant("flash_attn_bwd", "forgets the scale in dQ = dS K / sqrt(d)", fails=BWD + ("test_any_layout",))
 def dq_not_scaled(q, k, v, out, lse, grad_out, causal=False, block_q=16, block_k=16):
     return _backward(q, k, v, out, lse, grad_out, causal, block_q, block_k, "dq_not_scaled")
 
