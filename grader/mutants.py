@@ -23,13 +23,17 @@ A catalogue of alternatives is alternatives/<assignment id>.py, written the same
 takes points from correct work written another way is a wrong test.
 """
 import ast
+import contextlib
 import importlib.util
 import inspect
+import os
 import re
 import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+
+from .sandbox import GRADED_RUN_ENV
 
 
 @dataclass
@@ -132,6 +136,22 @@ def _is_grader_import(node):
     return (module or "").split(".")[0] == "grader"
 
 
+@contextlib.contextmanager
+def _as_graded_runs_import_triton():
+    """A catalogue of Triton kernels imports triton, maybe first in this process: it must see the graded runs'
+    TRITON_INTERPRET (grader/sandbox.py), since triton.language makes its own kernels at its first import."""
+    saved = os.environ.get("TRITON_INTERPRET")
+    if "TRITON_INTERPRET" in GRADED_RUN_ENV:
+        os.environ["TRITON_INTERPRET"] = GRADED_RUN_ENV["TRITON_INTERPRET"]
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = saved
+
+
 def _entries(path, marker):
     """(object name, marker value, source that rebinds the replaced names) for each marked entry."""
     if not path.exists():
@@ -139,7 +159,8 @@ def _entries(path, marker):
     spec = importlib.util.spec_from_file_location(f"{path.parent.name}_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # inspect finds a class's source through its module
-    spec.loader.exec_module(module)
+    with _as_graded_runs_import_triton():
+        spec.loader.exec_module(module)
     preamble = _preamble(path)
     found = []
     for name, obj in vars(module).items():

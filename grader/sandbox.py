@@ -37,7 +37,7 @@ class Limits:
     output_bytes_total: int = 8 * 2**20
 
 
-def has_gpu_device():
+def _has_gpu_device():
     """Whether this machine shows a GPU that Triton compiles for (NVIDIA's, AMD's or WSL's device nodes)."""
     return any(Path(node).exists() for node in ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg"))
 
@@ -45,8 +45,7 @@ def has_gpu_device():
 # Triton kernels (lecture 11, a7) run in Triton's interpreter where there is no GPU, and Triton must know it
 # before it is first imported in a process: triton.language makes its own kernels (tl.max, tl.sum) at that
 # import, and much imports it early (torch.utils.flop_counter and torch._dynamo, so the kernel's prelude and
-# the warm-kernel server; a catalogue of kernels). A sandbox never has a GPU; the grader's own process sets
-# it when the machine has none (grader/__init__.py).
+# the warm-kernel server; a catalogue of kernels, grader/mutants.py). A sandbox never has a GPU.
 TRITON_WITHOUT_GPU = {"TRITON_INTERPRET": "1"}
 
 # What every graded run of a notebook sees, sandboxed, unsandboxed or in-process: no plot windows,
@@ -54,7 +53,7 @@ TRITON_WITHOUT_GPU = {"TRITON_INTERPRET": "1"}
 # busy cores stall on every small op), NBGRADER_EXECUTION as nbgrader sets it, so notebooks
 # skip their timing and training demos, and Triton's interpreter on a machine without a GPU.
 GRADED_RUN_ENV = {"MPLBACKEND": "Agg", "TQDM_DISABLE": "1", "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1",
-                  "NBGRADER_EXECUTION": "autograde", **({} if has_gpu_device() else TRITON_WITHOUT_GPU)}
+                  "NBGRADER_EXECUTION": "autograde", **({} if _has_gpu_device() else TRITON_WITHOUT_GPU)}
 
 
 class SandboxUnavailable(RuntimeError):
