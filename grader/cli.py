@@ -42,8 +42,10 @@ def cmd_lab(course, args):
     _ids(course, [args.new_from or args.id])   # a new lab's assignment, or the lab shown
     if args.new_from:
         path = new_lab(course, args.id, args.new_from, args.bugs.split(","), args.title or f"Debugging lab: {args.id}")
-        print(f"{args.id}: wrote {path}; write its introduction and probes, then `python -m grader release {args.id}` "
-              f"and `python -m grader check {args.id}`")
+        print(f"{args.id}: wrote {path}; write each bugged definition in the colleague's own hand (its fix region: "
+              "the repaired lines, then the planted ones) and the answer key's symptom, evidence and effect "
+              f"(metadata course.lab.key), then `python -m grader sync {args.id}`, "
+              f"`python -m grader release {args.id}` and `python -m grader check {args.id}`")
     print(describe(course, args.id))
 
 

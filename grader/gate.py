@@ -257,6 +257,9 @@ def check_lab(course, lab_id, run_release=True, progress=True, device=None):
     if device is None:
         report.results.append(_check_up_to_date(course, lab_id, source))
     report.results.append(bug_result)
+    planted_alone = {name: set(failed) for name, _, _, failed, _ in report.mutants}
+    report.results += [CheckResult(*check) for check in labs.gate_checks(course, lab_id, source, trace, bugs,
+                                                                         planted_alone)]   # (f), (g)
     assignment = labs.debugged_assignment(course, lab_id)
     bugged = {bug.replaces for bug in bugs}
     chosen = [a for a in load_alternatives(course, assignment) if bugged & set(a.replaces)]
