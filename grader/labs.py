@@ -30,9 +30,10 @@ catalogue mutant fails, so the bug is the catalogue's, written in the colleague'
 
 Grading the fix (grader/stages/repair.py): for each bug, the student's definition of its name is
 compared with the planted one, token by token after parsing (comments, docstrings and layout do not
-count). A repair changes at most `repair_budget` tokens; a rewrite, a replacement (the name bound to
-something else, patched, delegating to new code, or dead code left behind) loses the points of that
-bug's tests, and the feedback names it. A fix that breaks something else loses those tests as any
+count). A repair keeps the colleague's code: it removes or changes at most a budget of its tokens and
+adds at most another (`repair_budget`); a rewrite, or a replacement (the name bound to something
+else, patched, delegating to new code, or dead code left behind), loses the points of that bug's
+tests, and the feedback names it. A fix that breaks something else loses those tests as any
 wrong code does.
 
 The findings: one nbgrader "manually graded task" cell per bug (bug_1 ...), worth FINDING_POINTS:
@@ -67,8 +68,9 @@ RUBRIC = (("Where", "the function or method that holds the bug"),
 POINTS_PER_PART = 2
 FINDING_POINTS = POINTS_PER_PART * len(RUBRIC)
 KEY_PARTS = ("symptom", "evidence", "effect")     # the answer key's parts only the lab's author can write
-# how much of the colleague's definition a repair may change, in tokens (see repair_budget)
-MIN_REPAIR_TOKENS, REPAIR_FACTOR = 10, 3
+# how much of the colleague's definition a repair may remove or change, and how much it may add, in
+# tokens: REPAIR_FACTOR times the lab's own repair, at least these (see repair_budget)
+MIN_REMOVED, MIN_ADDED, REPAIR_FACTOR = 10, 30, 3
 
 FIX_BEGIN, FIX_PLANTED, FIX_END = "### BEGIN FIX", "### PLANTED", "### END FIX"
 MARK_BEGIN, MARK_END = "=== BEGIN MARK SCHEME ===", "=== END MARK SCHEME ==="
@@ -97,8 +99,8 @@ class Bug:
 
     @property
     def fix_size(self):
-        """Tokens the lab's own repair changes."""
-        return changed_tokens(definition_tokens(self.planted), definition_tokens(self.fixed))
+        """(tokens removed or changed, tokens added) by the lab's own repair of the planted definition."""
+        return edit_size(definition_tokens(self.planted), definition_tokens(self.fixed))
 
     @property
     def budget(self):
@@ -110,11 +112,14 @@ class Bug:
 
 
 def repair_budget(fix_size):
-    """The most tokens of a planted definition a repair may change: three times the lab's own
-    repair (students write a guard or an expression another way, name a value, add a line), and at
-    least MIN_REPAIR_TOKENS (a one-token fix rewritten as a whole line). The gate proves that the
-    assignment's reference and every catalogued alternative of the definition change more."""
-    return max(MIN_REPAIR_TOKENS, REPAIR_FACTOR * fix_size)
+    """(most tokens removed or changed, most tokens added) of a planted definition in a repair: three
+    times the lab's own repair, and at least MIN_REMOVED and MIN_ADDED. Why: students repair the same
+    bug another way (another expression, a guard or a line added where the lab changes a token, a
+    value named), so a repair may differ from the lab's, but it keeps the colleague's code; a rewrite
+    replaces it. The gate proves that the assignment's reference and every catalogued alternative of
+    the definition, pasted over it, remove more than the budget."""
+    removed, added = fix_size
+    return max(MIN_REMOVED, REPAIR_FACTOR * removed), max(MIN_ADDED, REPAIR_FACTOR * added)
 
 
 def lab_spec(nb):
@@ -407,7 +412,8 @@ def finding_source(bug, assignment):
             f"1. Where: `{bug.replaces}`.\n"
             f"2. Symptom: {key.get('symptom') or 'TODO'}\n"
             f"3. Evidence: {key.get('evidence') or 'TODO'}\n"
-            f"4. Fix ({bug.fix_size} tokens; the tests pay for a repair of up to {bug.budget}):\n{fixes}\n"
+            f"4. Fix ({bug.fix_size[0]} tokens removed or changed, {bug.fix_size[1]} added; the tests pay for a "
+            f"repair that removes up to {bug.budget[0]} and adds up to {bug.budget[1]}):\n{fixes}\n"
             f"5. Effect: {key.get('effect') or 'TODO'}\n"
             f"{MARK_END}")
 
@@ -551,7 +557,8 @@ REPAIRED, UNCHANGED, REWRITTEN, REPLACED, MISSING = "repaired", "unchanged", "re
 class Repair:
     bug: Bug
     verdict: str          # one of REPAIRED ... MISSING
-    changed: int = 0      # tokens of the planted definition the student's changed
+    removed: int = 0      # tokens of the planted definition the student's removed or changed
+    added: int = 0        # tokens it adds
     detail: str = ""      # why it is no repair
 
     @property
@@ -561,8 +568,10 @@ class Repair:
 
     def message(self):
         """Why the bug's tests earn nothing, for the failing cell and the feedback page."""
-        what = {REWRITTEN: f"rewritten, not repaired: {self.changed} tokens of the colleague's definition changed, "
-                           f"a repair changes at most {self.bug.budget}",
+        most_removed, most_added = self.bug.budget
+        what = {REWRITTEN: f"rewritten, not repaired: {self.removed} of the colleague's tokens removed or changed and "
+                           f"{self.added} added, where a repair removes at most {most_removed} and adds at most "
+                           f"{most_added}",
                 REPLACED: f"replaced, not repaired: {self.detail}",
                 MISSING: "missing: the notebook no longer defines it"}[self.verdict]
         return (f"`{self.bug.replaces}` was {what}. In this lab a bug's tests pay for a repair of the colleague's "
@@ -581,11 +590,12 @@ def definition_tokens(code):
             if t.type not in (tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER, tokenize.ENCODING)]
 
 
-def changed_tokens(before, after):
-    """How many tokens an edit from `before` to `after` changes: each replaced, deleted or inserted
-    stretch counts its longer side (difflib's matching, no junk heuristic)."""
+def edit_size(before, after):
+    """(tokens of `before` that `after` does not keep, tokens `after` adds): the two sides of the
+    edit, around the longest matching stretches (difflib, no junk heuristic)."""
     matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
-    return sum(max(i2 - i1, j2 - j1) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op != "equal")
+    kept = sum(block.size for block in matcher.get_matching_blocks())
+    return len(before) - kept, len(after) - kept
 
 
 def _parse(source):
@@ -698,9 +708,11 @@ def judge_repairs(bugs, nb, given=frozenset()):
         if _dead_code(last) and not _dead_code(planted):
             outcomes.append(Repair(bug, REPLACED, detail="code after a return or raise never runs"))
             continue
-        changed = changed_tokens(definition_tokens(planted), definition_tokens(last))
-        verdict = UNCHANGED if changed == 0 else REPAIRED if changed <= bug.budget else REWRITTEN
-        outcomes.append(Repair(bug, verdict, changed))
+        removed, added = edit_size(definition_tokens(planted), definition_tokens(last))
+        most_removed, most_added = bug.budget
+        verdict = (UNCHANGED if removed == added == 0 else
+                   REPAIRED if removed <= most_removed and added <= most_added else REWRITTEN)
+        outcomes.append(Repair(bug, verdict, removed, added))
     return outcomes
 
 
@@ -724,21 +736,21 @@ def with_repairs(verdicts, repairs):
 
 
 @functools.lru_cache(maxsize=16)
-def _cached_bugs(root, lab_id, stamp):
+def _cached_lab(root, lab_id, stamp):
     from .course import Course
     course = Course(Path(root))
+    if lab_spec(cells.read(course.source_notebook(lab_id))) is None:
+        return None
     return lab_bugs(course, lab_id), frozenset(given_names(course, lab_id))
 
 
 def bugs_if_lab(course, assignment_id):
-    """(bugs, the colleague's names) of a lab, cached while its source and catalogue are unchanged;
-    None for an assignment."""
+    """(bugs, the colleague's names) of a lab, None for an assignment; read once per version of the
+    source notebook (a grading run asks for every submission)."""
     path = course.source_notebook(assignment_id)
-    if not path.exists() or lab_spec(cells.read(path)) is None:
+    if not path.exists():
         return None
-    catalogue = course.mutants_dir / f"{debugged_assignment(course, assignment_id)}.py"
-    stamp = (path.stat().st_mtime_ns, catalogue.stat().st_mtime_ns if catalogue.exists() else 0)
-    return _cached_bugs(str(course.root), assignment_id, stamp)
+    return _cached_lab(str(course.root), assignment_id, path.stat().st_mtime_ns)
 
 
 def student_repairs(course, lab_id, student, bugs=None):
@@ -799,8 +811,9 @@ def gate_checks(course, lab_id, source, trace, bugs, planted_failures, progress=
           code (`planted_failures`: the cells each bug planted alone fails, from (d)): the colleague's
           hand wrote the catalogue's bug;
       (g) the tests pay for a repair: the lab's own repair of each bug is within its budget, and the
-          assignment's reference and every catalogued alternative of the definition are not (pasting
-          a solution over the lab is a rewrite); the findings carry most of the lab's points."""
+          assignment's reference and every catalogued alternative of the definition, pasted over it,
+          remove more of it than the budget allows (pasting a solution over the lab is a rewrite); the
+          findings carry most of the lab's points."""
     from .inprocess import run_in_process
     from .stages.judge import judge_notebook
     problems = []
@@ -824,27 +837,28 @@ def gate_checks(course, lab_id, source, trace, bugs, planted_failures, progress=
     problems, margins = [], []
     for bug in bugs:
         planted = definition_tokens(bug.planted)
-        fix = bug.fix_size
-        rewrites = [("the reference", changed_tokens(planted, definition_tokens(reference[bug.replaces])))]
+        (fix_removed, fix_added), (most_removed, most_added) = bug.fix_size, bug.budget
+        rewrites = [("the reference", edit_size(planted, definition_tokens(reference[bug.replaces]))[0])]
         for alt in alternatives:
             if bug.replaces in alt.replaces:
                 node = [n for n in ast.parse(alt.source).body
                         if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == bug.replaces][-1]
-                rewrites.append((alt.name, changed_tokens(planted, definition_tokens(node))))
-        nearest = min(rewrites, key=lambda pair: pair[1])
-        if fix == 0 or fix > bug.budget:
-            problems.append(f"{bug.name}: the lab's repair changes {fix} tokens")
+                rewrites.append((alt.name, edit_size(planted, definition_tokens(node))[0]))
+        nearest = min(size for _, size in rewrites)
+        if fix_removed + fix_added == 0:
+            problems.append(f"{bug.name}: the lab's repair changes nothing")
         for who, size in rewrites:
-            if size <= bug.budget:
-                problems.append(f"{bug.name}: {who} pasted over {bug.replaces} changes {size} tokens, within the "
-                                f"repair budget {bug.budget}: write the colleague's definition in another hand")
-        margins.append(f"{bug.replaces} {fix}/{bug.budget}/{nearest[1]}")
+            if size <= most_removed:
+                problems.append(f"{bug.name}: {who} pasted over {bug.replaces} removes {size} of its tokens, within "
+                                f"the repair budget {most_removed}: write the colleague's definition in another hand")
+        margins.append(f"{bug.replaces} {fix_removed}+{fix_added}/{most_removed}+{most_added}/{nearest}")
     written = finding_points(source)
     auto = sum(cells.test_points(source).values())
     if written <= auto:
         problems.append(f"the findings carry {written:g} of {written + auto:g} points; most of a lab's points are "
                         "its findings")
-    second = ("(g) the tests pay for a repair, not a rewrite (per bug: repair / budget / nearest rewrite, in tokens)",
+    second = ("(g) the tests pay for a repair, not a rewrite (per bug, in tokens: the lab's repair removed+added / "
+              "the budget / the fewest a rewrite removes)",
               not problems, "; ".join(problems) or
               f"{', '.join(margins)}; findings {written:g} of {written + auto:g} points")
     return [first, second]
@@ -956,5 +970,6 @@ def describe(course, lab_id):
     bugs = lab_bugs(course, lab_id)
     lines = [f"{lab_id}: debugs {debugged_assignment(course, lab_id)}, {len(bugs)} bugs"]
     lines += [f"  bug_{b.number}  {b.name}: {b.replaces}: {b.description} ({', '.join(b.tests)}); "
-              f"repair {b.fix_size} tokens, budget {b.budget}" for b in bugs]
+              f"repair removes {b.fix_size[0]} and adds {b.fix_size[1]} tokens, a budget of {b.budget[0]} and "
+              f"{b.budget[1]}" for b in bugs]
     return "\n".join(lines)

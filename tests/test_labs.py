@@ -5,6 +5,7 @@ left. The gate of each lab (tests/test_gate.py) proves the points; the demo (tes
 the same students through the real pipeline."""
 import ast
 import re
+import textwrap
 
 import nbformat
 import pytest
@@ -27,16 +28,22 @@ from support import LAB_IDS
 
 COLLEAGUE = '''def area(r):
     """The area of a circle."""
+    if r < 0:
+        raise ValueError(f"a radius cannot be negative, got {r}")
+    squared = r * r
     ### BEGIN FIX
-    return math.pi * r ** 2     # pi r squared
+    return math.pi * squared     # pi r squared
     ### PLANTED
-    # return r ** 2
+    # return squared
     ### END FIX
 
 
 def keep(x):
     return x
 '''
+GUARD = '    if r < 0:\n        raise ValueError(f"a radius cannot be negative, got {r}")\n'
+PLANTED = "def area(r):\n" + GUARD + "    squared = r * r\n    return squared\n"
+REPAIRED = "def area(r):\n" + GUARD + "    squared = r * r\n    return math.pi * squared\n"
 
 
 def _bug(text=COLLEAGUE, replaces="area", tests=("test_area",), number=1, name="no_pi"):
@@ -58,12 +65,12 @@ def _nb(*sources, locked=()):
 
 def test_a_fix_region_runs_fixed_in_the_source_and_planted_in_the_release():
     fixed, planted = resolve_regions(COLLEAGUE, set()), resolve_regions(COLLEAGUE, {"area"})
-    assert "math.pi * r ** 2" in fixed and "return r ** 2\n" not in fixed
-    assert "    return r ** 2\n" in planted and "math.pi" not in planted
+    assert "return math.pi * squared" in fixed and "return squared\n" not in fixed
+    assert "    return squared\n" in planted and "math.pi" not in planted
     for text in (fixed, planted):
         assert "###" not in text and "def keep(x):\n    return x" in text
         ast.parse(text)
-    assert labs.regions_of(COLLEAGUE) == [("return r ** 2", "return math.pi * r ** 2     # pi r squared")]
+    assert labs.regions_of(COLLEAGUE) == [("return squared", "return math.pi * squared     # pi r squared")]
     with pytest.raises(LabError, match="not closed"):
         resolve_regions(COLLEAGUE.replace("    ### END FIX\n", ""), set())
 
@@ -77,22 +84,25 @@ def test_a_seeded_definition_marks_where_the_catalogues_mutant_differs():
 
 def test_the_repair_measure_ignores_comments_docstrings_and_layout():
     bug = _bug()
-    assert bug.fix_size == 4 and bug.budget == 12 == labs.REPAIR_FACTOR * 4
-    reformatted = 'def area( r ):\n    """Another docstring, longer."""\n    return (math.pi * (r ** 2))  # fixed\n'
-    assert labs.changed_tokens(labs.definition_tokens(bug.fixed), labs.definition_tokens(reformatted)) == 0
+    assert bug.fix_size == (0, 4) and bug.budget == (labs.MIN_REMOVED, labs.MIN_ADDED)
+    reformatted = REPAIRED.replace("def area(r):", 'def area( r ):\n    """Another docstring."""') + "  # fixed\n"
+    assert labs.edit_size(labs.definition_tokens(bug.fixed), labs.definition_tokens(reformatted)) == (0, 0)
 
 
 @pytest.mark.parametrize("student, verdict", [
-    ("def area(r):\n    return r ** 2\n", labs.UNCHANGED),                                  # the bug left in
-    ("def area(r):\n    # fixed: pi was missing\n    return math.pi * r**2\n", labs.REPAIRED),
-    ("def area(r):\n    return 3.141592653589793 * r * r\n", labs.REPAIRED),
-    ("def area(radius):\n    circle = math.pi * radius * radius\n    return float(circle)\n", labs.REWRITTEN),
-    ("def area(r):\n    return r ** 2\n\narea = lambda r: math.pi * r ** 2\n", labs.REPLACED),
-    ("def helper(r):\n    return math.pi * r ** 2\n\ndef area(r):\n    return helper(r)\n", labs.REPLACED),
-    ("def area(r):\n    return math.pi * r ** 2\n    return r ** 2\n", labs.REPLACED),
-    ("def area(r):\n    return r ** 2\n\narea.__code__ = (lambda r: 3.14 * r * r).__code__\n", labs.REPLACED),
-    ("if True:\n    def area(r):\n        return math.pi * r ** 2\n", labs.MISSING),
-    ("%time x = 1\ndef area(r):\n    return math.pi * r ** 2\n", labs.REPAIRED),
+    (PLANTED, labs.UNCHANGED),                                                           # the bug left in
+    (REPAIRED.replace("math.pi * squared", "(math.pi * squared)  # fixed: pi was missing"), labs.REPAIRED),
+    (REPAIRED.replace("math.pi * squared", "squared * 3.141592653589793"), labs.REPAIRED),
+    (PLANTED.replace("    return squared", "    circle = math.pi * squared\n    return circle"), labs.REPAIRED),
+    ("def area(radius):\n    return math.pi * radius ** 2\n", labs.REWRITTEN),             # pasted in
+    (PLANTED + "    return squared + 0 * (" + " + ".join(["squared"] * 20) + ")\n", labs.REPLACED),   # dead code
+    (PLANTED + "\narea = lambda r: math.pi * r ** 2\n", labs.REPLACED),
+    ("def helper(r):\n    return math.pi * r * r\n\n" + PLANTED.replace("    return squared", "    return helper(r)"),
+     labs.REPLACED),
+    (REPAIRED.replace("    squared = r * r\n", "    squared = r * r\n    return math.pi * r * r\n"), labs.REPLACED),
+    (PLANTED + "\narea.__code__ = (lambda r: 3.14 * r * r).__code__\n", labs.REPLACED),
+    ("if True:\n" + textwrap.indent(REPAIRED, "    "), labs.MISSING),
+    ("%time x = 1\n" + REPAIRED, labs.REPAIRED),
 ])
 def test_each_way_of_answering_a_bug_is_judged(student, verdict):
     [repair] = judge_repairs([_bug()], _nb(student))
@@ -102,22 +112,23 @@ def test_each_way_of_answering_a_bug_is_judged(student, verdict):
 
 def test_a_later_definition_counts_and_a_locked_alias_cannot_be_patched():
     rewrite = "def area(radius):\n    circle = math.pi * radius * radius\n    return float(circle)\n"
-    [repair] = judge_repairs([_bug()], _nb("def area(r):\n    return math.pi * r ** 2\n", rewrite))
-    assert repair.verdict == labs.REWRITTEN
-    attached = _nb("def area(r):\n    return math.pi * r ** 2\n", "Shape.area = area\n",
-                   "Shape.area = lambda self, r: 1.0\n", locked=(1,))
+    [repair] = judge_repairs([_bug()], _nb(REPAIRED, rewrite))
+    assert repair.verdict == labs.REWRITTEN and repair.removed > labs.MIN_REMOVED
+    attached = _nb(REPAIRED, "Shape.area = area\n", "Shape.area = lambda self, r: 1.0\n", locked=(1,))
     assert judge_repairs([_bug()], attached)[0].verdict == labs.REPLACED
-    given = _nb("def helper(r):\n    return math.pi\n\ndef area(r):\n    return helper(r) * r ** 2\n")
+    calls = PLANTED.replace("return squared", "return helper(r) * squared")
+    given = _nb("def helper(r):\n    return math.pi\n\n" + calls)
     assert judge_repairs([_bug()], given, given=frozenset({"helper"}))[0].verdict == labs.REPAIRED
 
 
 def test_a_rewrite_fails_the_bugs_tests_with_the_reason_first():
-    rewrite = Repair(_bug(), labs.REWRITTEN, changed=30)
+    rewrite = Repair(_bug(), labs.REWRITTEN, removed=25, added=12)
     verdicts = [CellVerdict("test_area", True, "", 3, 3), CellVerdict("test_keep", True, "", 1, 1)]
     after = labs.with_repairs(verdicts, [rewrite])
     assert [v.passed for v in after] == [False, True] and type(after[0]) is CellVerdict
-    assert "rewritten, not repaired: 30 tokens" in after[0].message and "at most 12" in after[0].message
-    assert labs.with_repairs(verdicts, [Repair(_bug(), labs.REPAIRED, changed=4)]) == verdicts
+    assert "rewritten, not repaired: 25 of the colleague's tokens removed or changed and 12 added" in after[0].message
+    assert "removes at most 10 and adds at most 30" in after[0].message
+    assert labs.with_repairs(verdicts, [Repair(_bug(), labs.REPAIRED, added=3)]) == verdicts
 
 
 def test_attribution_reads_each_bug_from_its_own_tests_and_the_code():
@@ -128,11 +139,11 @@ def test_attribution_reads_each_bug_from_its_own_tests_and_the_code():
     assert "repaired 1 of 2 bugs" in page and "forgets pi" in page and "t2, t3" in page and "t9" in page
     assert "Every planted bug is repaired" in feedback_section([one, two], [])
     assert "broke something else" in feedback_section([one, two], ["t9"]) and "fix those first" in page
-    repairs = [Repair(one, labs.REWRITTEN, changed=25), Repair(two, labs.REPAIRED, changed=3)]
+    repairs = [Repair(one, labs.REWRITTEN, removed=25), Repair(two, labs.REPAIRED, added=3)]
     found, missed, rewritten, _ = bug_outcome([one, two], ["t1"], repairs)
     assert [b.name for b in rewritten] == ["one"] and [b.name for b in found] == ["two"] and not missed
     page = feedback_section([one, two], ["t1"], repairs)
-    assert "Rewritten instead of repaired" in page and "25 tokens" in page and "repaired 1 of 2" in page
+    assert "Rewritten instead of repaired" in page and "25 of the colleague" in page and "repaired 1 of 2" in page
 
 
 @pytest.mark.parametrize("lab", LAB_IDS)
@@ -196,15 +207,15 @@ def test_pasting_a_solution_or_rewriting_earns_no_bug_and_a_minimal_fix_every_bu
     given = labs.given_names(course, lab)
     fixer = judge_repairs(bugs, lab_submission(course, lab, []), given)
     assert [r.verdict for r in fixer] == [labs.REPAIRED] * len(bugs), fixer
-    assert all(r.changed == r.bug.fix_size for r in fixer)
+    assert all((r.removed, r.added) == r.bug.fix_size for r in fixer)
     untouched = judge_repairs(bugs, cells.read(course.release_notebook(lab)), given)
     assert [r.verdict for r in untouched] == [labs.UNCHANGED] * len(bugs)
     pasted = judge_repairs(bugs, pasted_solution(course, lab), given)
-    assert not any(r.earns for r in pasted), [(r.bug.name, r.verdict, r.changed) for r in pasted]
+    assert not any(r.earns for r in pasted), [(r.bug.name, r.verdict, r.removed) for r in pasted]
     rewritten, chosen = rewritten_bugs(course, lab)
     assert set(chosen) == {bug.replaces for bug in bugs}, "an alternative for every bugged definition"
     judged = judge_repairs(bugs, rewritten, given)
-    assert not any(r.earns for r in judged), [(r.bug.name, r.verdict, r.changed) for r in judged]
+    assert not any(r.earns for r in judged), [(r.bug.name, r.verdict, r.removed) for r in judged]
 
 
 def test_a_lab_of_unknown_or_twin_bugs_or_without_fix_regions_is_refused_with_the_reason(course):
