@@ -84,10 +84,10 @@ def _unexpected_in_lab(course, demo, aid, graded):
     """A lab's real fixer repaired every bug and has full marks; the untouched release missed every bug;
     missed_<bug> missed that bug only, as the feedback reads it from the failed tests and the code; the
     student who pasted the assignment's solution and the one who rewrote every bugged definition have
-    every bug rewritten, so none of the bugs' tests pays, and lose nothing else. Prints what the bugs'
-    tests paid each of them."""
+    every bug rewritten, so none of the tests the bugs break pays, and lose nothing else. Prints what
+    those tests paid each of them."""
     bugs = lab_bugs(course, aid)
-    own = {test for bug in bugs for test in bug.tests}
+    own = {test for bug in bugs for test in bug.breaks}   # every test a bug breaks
     points = cells.test_points(cells.read(course.source_notebook(aid)))
     problems, paid = [], {}
     for s in graded:
@@ -99,15 +99,15 @@ def _unexpected_in_lab(course, demo, aid, graded):
         everything = sorted(bug.name for bug in bugs)
         wanted = {LAB_FIXER: ([], []), "untouched_release": (everything, []), LAB_PASTED: ([], everything),
                   LAB_REWRITTEN: ([], everything)}.get(s.student, ([s.student.removeprefix("missed_")], []))
-        full = s.student == LAB_FIXER or s.student in (LAB_PASTED, LAB_REWRITTEN)
-        if (missed, rewritten) != wanted or (full and set(s.failed) != (set() if s.student == LAB_FIXER else own)):
+        exact = {LAB_FIXER: set(), LAB_PASTED: own, LAB_REWRITTEN: own}.get(s.student)
+        if (missed, rewritten) != wanted or (exact is not None and set(s.failed) != exact):
             problems.append(f"{aid}/{s.student} scored {s.score:g}/{s.max_score:g}, missed {missed or 'no bug'} and "
                             f"rewrote {rewritten or 'nothing'}; expected missed {wanted[0] or 'no bug'}, rewrote "
                             f"{wanted[1] or 'nothing'}")
         paid[s.student] = sum(points[test] for test in own if test not in s.failed)
     if paid:
-        print(f"  the bugs' tests ({sum(points[test] for test in own):g} of {sum(points.values()):g} auto-graded "
-              "points) paid: " + ", ".join(f"{name} {paid[name]:g}" for name in (LAB_FIXER, LAB_PASTED, LAB_REWRITTEN)
-                                          if name in paid))
+        shown = ", ".join(f"{name} {paid[name]:g}" for name in (LAB_FIXER, LAB_PASTED, LAB_REWRITTEN) if name in paid)
+        print(f"  the tests the bugs break ({sum(points[test] for test in own):g} of {sum(points.values()):g} "
+              f"auto-graded points) paid: {shown}")
     return problems
 

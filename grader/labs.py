@@ -96,6 +96,7 @@ class Bug:
     planted: str = ""     # ... as released: the bug in
     fixed: str = ""       # ... repaired: what the lab's source runs
     key: dict = None      # the author's parts of the answer key (KEY_PARTS)
+    breaks: tuple = ()    # every test cell it fails planted alone (its `tests` and what they cascade to)
 
     @property
     def fix_size(self):
@@ -178,9 +179,11 @@ def lab_bugs(course, lab_id, source=None):
         if not _REGION.search(text):
             raise LabError(f"{lab_id}: the colleague's {target} has no fix region ({FIX_BEGIN} ... {FIX_PLANTED} "
                            f"... {FIX_END}) for bug {name!r} (`python -m grader sync {lab_id}` seeds one)")
+        measured = tuple((spec.get("breaks") or {}).get(name) or ())
         bugs.append(Bug(number, name, target, mutant.bug, tuple(mutant.fails), mutant.source, raw=text,
                         planted=resolve_regions(text, {target}), fixed=resolve_regions(text, set()),
-                        key=dict((spec.get("key") or {}).get(name) or {})))
+                        key=dict((spec.get("key") or {}).get(name) or {}),
+                        breaks=tuple(dict.fromkeys(tuple(mutant.fails) + measured))))
     return bugs
 
 
@@ -477,6 +480,9 @@ def lab_problems(course, lab_id, source=None):
                  if gid in findings and findings[gid].source != finding_source(bug, spec["assignment"])]
     problems += [f"bug {bug.name}'s answer key has no {part} (metadata course.lab.key.{bug.name}.{part})"
                  for bug in bugs for part in KEY_PARTS if not (bug.key or {}).get(part) or bug.key[part] == "TODO"]
+    measured = spec.get("breaks") or {}
+    problems += [f"what bug {bug.name} breaks is not measured (run `python -m grader lab {lab_id} --measure`)"
+                 for bug in bugs if bug.name not in measured]
     order = list(colleague_definitions(source))
     if [bug.replaces for bug in bugs] != sorted((bug.replaces for bug in bugs), key=order.index):
         problems.append("its bugs are not listed in the order their definitions appear (the findings and their "
@@ -722,9 +728,10 @@ def given_names(course, lab_id):
 
 
 def with_repairs(verdicts, repairs):
-    """The judge's verdicts with each bug that was not repaired failing its tests, the reason first.
+    """The judge's verdicts with each bug that was not repaired failing every test it breaks (its own
+    and those they cascade to, as measured: Bug.breaks), the reason first.
     (A verdict is judge.CellVerdict; dataclasses.replace keeps its kind.)"""
-    reasons = {test: repair.message() for repair in repairs if not repair.earns for test in repair.bug.tests}
+    reasons = {test: repair.message() for repair in repairs if not repair.earns for test in repair.bug.breaks}
     out = []
     for verdict in verdicts:
         reason = reasons.get(verdict.grade_id)
@@ -788,8 +795,8 @@ def feedback_section(bugs, failed, repairs=None):
     if missed:
         parts.append(f"<p>Still in your code:</p><ul>{items}</ul>")
     if rewritten:
-        lines = "".join(f"<li>{html.escape(by_bug[b.name].message())} Its tests ({html.escape(', '.join(b.tests))}) "
-                        "earn nothing.</li>" for b in rewritten)
+        lines = "".join(f"<li>{html.escape(by_bug[b.name].message())} The tests it breaks "
+                        f"({html.escape(', '.join(b.breaks or b.tests))}) earn nothing.</li>" for b in rewritten)
         parts.append(f"<p>Rewritten instead of repaired:</p><ul>{lines}</ul>")
     if not missed and not rewritten:
         parts.append("<p>Every planted bug is repaired: each test that catches one passes.</p>")
@@ -803,13 +810,44 @@ def feedback_section(bugs, failed, repairs=None):
             + "".join(parts) + "</div>")
 
 
+# ---- what each bug breaks, measured ----
+
+def planted_alone_failures(course, lab_id, source, trace, bugs, progress=False):
+    """{bug name: test cells it fails planted alone in the lab's fixed code}, and {bug name: errors}."""
+    from tqdm.auto import tqdm
+
+    from .inprocess import run_in_process
+    from .stages.judge import judge_notebook
+    failing, errors = {}, {}
+    for bug in tqdm(bugs, desc=f"bugs {lab_id}", unit="run", disable=not progress):
+        records, errors[bug.name] = run_in_process(plant_bugs(course, lab_id, nbformat.from_dict(source), [bug.name]))
+        failing[bug.name] = {v.grade_id for v in judge_notebook(trace, records) if not v.passed}
+    return failing, errors
+
+
+def measure_breaks(course, lab_id, progress=True):
+    """Record in the lab's source (metadata course.lab.breaks) the test cells each bug fails planted
+    alone, in notebook order: a rewrite of its definition loses all of them. Returns them."""
+    from .trace import solution_trace
+    path = course.source_notebook(lab_id)
+    source = cells.read(path)
+    bugs = lab_bugs(course, lab_id, source)
+    failing, _ = planted_alone_failures(course, lab_id, source, solution_trace(course, lab_id), bugs, progress)
+    order = list(cells.test_points(source))
+    breaks = {bug.name: sorted(failing[bug.name], key=order.index) for bug in bugs}
+    lab_spec(source)["breaks"] = breaks
+    nbformat.write(source, str(path))
+    return breaks
+
+
 # ---- the gate's lab checks (grader/gate.py check_lab) ----
 
 def gate_checks(course, lab_id, source, trace, bugs, planted_failures, progress=False):
     """The lab's own checks, as (name, ok, detail):
       (f) each planted bug fails exactly the test cells its catalogue mutant fails in the lab's fixed
           code (`planted_failures`: the cells each bug planted alone fails, from (d)): the colleague's
-          hand wrote the catalogue's bug;
+          hand wrote the catalogue's bug; and those are the cells the lab records as what it breaks
+          (course.lab.breaks, which the repair stage fails when the definition was rewritten);
       (g) the tests pay for a repair: the lab's own repair of each bug is within its budget, and the
           assignment's reference and every catalogued alternative of the definition, pasted over it,
           remove more of it than the budget allows (pasting a solution over the lab is a rewrite); the
@@ -824,8 +862,11 @@ def gate_checks(course, lab_id, source, trace, bugs, planted_failures, progress=
         if theirs != ours or errors:
             problems.append(f"{bug.name}: planted, it fails {sorted(ours)}; the catalogue's mutant fails "
                             f"{sorted(theirs)}" + (f" (a cell errs: {errors[0][1]['message'][:80]})" if errors else ""))
-    first = (f"(f) each bug is its catalogue mutant ({len(bugs)} bugs, each run as the catalogue writes it)",
-             not problems, "; ".join(problems) or "each planted bug fails exactly its mutant's test cells")
+        if set(bug.breaks) != ours:
+            problems.append(f"{bug.name}: it breaks {sorted(ours)}, the lab records {sorted(bug.breaks)} (run "
+                            f"`python -m grader lab {lab_id} --measure`)")
+    first = (f"(f) each bug is its catalogue mutant, and breaks what the lab records ({len(bugs)} bugs)",
+             not problems, "; ".join(problems) or "each planted bug fails exactly its mutant's test cells, as recorded")
 
     assignment = lab_spec(source)["assignment"]
     reference = {}
@@ -969,7 +1010,8 @@ def describe(course, lab_id):
     """A few lines for the instructor: what the lab debugs and its bugs."""
     bugs = lab_bugs(course, lab_id)
     lines = [f"{lab_id}: debugs {debugged_assignment(course, lab_id)}, {len(bugs)} bugs"]
-    lines += [f"  bug_{b.number}  {b.name}: {b.replaces}: {b.description} ({', '.join(b.tests)}); "
+    lines += [f"  bug_{b.number}  {b.name}: {b.replaces}: {b.description} ({', '.join(b.tests)}; breaks "
+              f"{', '.join(b.breaks)}); "
               f"repair removes {b.fix_size[0]} and adds {b.fix_size[1]} tokens, a budget of {b.budget[0]} and "
               f"{b.budget[1]}" for b in bugs]
     return "\n".join(lines)

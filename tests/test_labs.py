@@ -4,6 +4,7 @@ colleague's definition and not for a rewrite, and a student's failed tests and c
 left. The gate of each lab (tests/test_gate.py) proves the points; the demo (tests/test_demo.py) grades
 the same students through the real pipeline."""
 import ast
+import dataclasses
 import re
 import textwrap
 
@@ -47,7 +48,7 @@ REPAIRED = "def area(r):\n" + GUARD + "    squared = r * r\n    return math.pi *
 
 
 def _bug(text=COLLEAGUE, replaces="area", tests=("test_area",), number=1, name="no_pi"):
-    return labs.Bug(number, name, replaces, "forgets pi", tests, "", raw=text,
+    return labs.Bug(number, name, replaces, "forgets pi", tests, "", raw=text, breaks=tests,
                     planted=resolve_regions(labs.colleague_definitions(_nb(text))[replaces], {replaces}),
                     fixed=resolve_regions(labs.colleague_definitions(_nb(text))[replaces], set()))
 
@@ -121,11 +122,13 @@ def test_a_later_definition_counts_and_a_locked_alias_cannot_be_patched():
     assert judge_repairs([_bug()], given, given=frozenset({"helper"}))[0].verdict == labs.REPAIRED
 
 
-def test_a_rewrite_fails_the_bugs_tests_with_the_reason_first():
-    rewrite = Repair(_bug(), labs.REWRITTEN, removed=25, added=12)
-    verdicts = [CellVerdict("test_area", True, "", 3, 3), CellVerdict("test_keep", True, "", 1, 1)]
+def test_a_rewrite_fails_every_test_its_bug_breaks_with_the_reason_first():
+    cascading = dataclasses.replace(_bug(), breaks=("test_area", "test_volume"))   # volume calls area
+    rewrite = Repair(cascading, labs.REWRITTEN, removed=25, added=12)
+    verdicts = [CellVerdict("test_area", True, "", 3, 3), CellVerdict("test_keep", True, "", 1, 1),
+                CellVerdict("test_volume", True, "", 2, 2)]
     after = labs.with_repairs(verdicts, [rewrite])
-    assert [v.passed for v in after] == [False, True] and type(after[0]) is CellVerdict
+    assert [v.passed for v in after] == [False, True, False] and type(after[0]) is CellVerdict
     assert "rewritten, not repaired: 25 of the colleague's tokens removed or changed and 12 added" in after[0].message
     assert "removes at most 10 and adds at most 30" in after[0].message
     assert labs.with_repairs(verdicts, [Repair(_bug(), labs.REPAIRED, added=3)]) == verdicts
