@@ -1,5 +1,6 @@
 """`check [ID...]`: the quality gate. For each assignment:
-  (a) the solution scores full marks (in-process, judged like a submission);
+  (a) the solution scores full marks (its answers from the kernel code alone, in-process, judged like
+      a submission's);
   (b) the release executes in a real kernel through the real pipeline without breaking the
       grader and scores zero on every auto-graded cell;
   (c) assignments/<id> is exactly what `release` would write now, and provided cells match
@@ -7,7 +8,9 @@
   (d) every mutant in the catalogue loses points (in the cells it names), the solution none;
   (e) the solution and every correct alternative (alternatives/<id>.py) keep every point under
       five different random-number-generator perturbations: a correct student never loses a
-      point for writing it differently, or for drawing random numbers differently.
+      point for writing it differently, or for drawing random numbers differently;
+  (f) no mutant regains a point by forging its own answers without knowing the expected values
+      (every yes/no answer yes, every exception and error gone: `forged`).
 With `device="cuda"`, (a), (d) and (e) run with tensors created on that device by default.
 """
 import io
@@ -67,7 +70,7 @@ def check_assignment(course, assignment_id, run_release=True, progress=True, dev
     full = sum(points.values())
 
     trace = solution_trace(course, assignment_id, device)
-    report.results.append(_check_solution(trace, full, "(a) solution scores full marks"))
+    report.results.append(_check_solution(trace, source, full, "(a) solution scores full marks", device))
 
     if run_release and device is None:
         report.results.append(_check_release_scores_zero(course, assignment_id, full))
@@ -80,12 +83,14 @@ def check_assignment(course, assignment_id, run_release=True, progress=True, dev
     return report
 
 
-def _check_solution(trace, full, name):
-    """(a): the reference's own run, judged as a submission is, loses nothing and raises nowhere."""
-    solution_records = {gid: {**rec, "observations": [dict(o) for o in rec["observations"]]}
-                        for gid, rec in trace.records.items()}
-    failed = [f"{v.grade_id}: {v.message}" for v in judge_notebook(trace, solution_records) if not v.passed]
-    errors = [f"cell {i}: {e['type']}: {e['message']}" for i, e in trace.errors]
+def _check_solution(trace, source, full, name, device=None):
+    """(a): the reference's answers, computed by the kernel code alone (no expected value beside
+    them) and judged as a submission's are, lose nothing; and its trace raised nowhere."""
+    records, run_errors = run_in_process(source, device=device, split=trace.split)
+    failed = [f"{v.grade_id}: {v.message}" for v in judge_notebook(trace, records) if not v.passed]
+    failed += [f"{gid}: the trusted test code raised {rec['error']['type']}: {rec['error']['message']}"
+               for gid, rec in trace.records.items() if rec.get("error")]
+    errors = [f"cell {i}: {e['type']}: {e['message']}" for i, e in list(trace.errors) + list(run_errors)]
     return CheckResult(name, not failed and not errors,
                        f"{full:g}/{full:g}" if not failed and not errors else "; ".join(failed + errors)[:500])
 
@@ -142,9 +147,24 @@ def _isolated_runs(course, assignment_id, replacements, seeds, device):
     return buffer.getvalue()
 
 
+def forged(records):
+    """What a submission's kernel could report instead of its answers without knowing any expected
+    value (grader/split.py): every yes/no answer yes, every exception a yes, every error of a cell
+    gone. A test that observes a quantity, not a verdict made from it, gives such a forger nothing."""
+    result = {}
+    for gid, record in records.items():
+        answers = []
+        for observation in record.get("observations", []):
+            if observation.get("value") is False or "raised" in observation:
+                observation = {"site": observation.get("site"), "value": True}
+            answers.append(observation)
+        result[gid] = {**record, "observations": answers, "error": None}
+    return result
+
+
 def _check_mutants(course, assignment_id, source, trace, points, device, progress, report):
     catalogue = load_catalogue(course, assignment_id)
-    survivors = []
+    survivors, forgeries = [], []
     jobs = [([(mutant.replaces, mutant.source)], ()) for mutant in catalogue]
     for mutant, [(records, _)] in zip(catalogue, _runs(course, assignment_id, source, jobs, device,
                                                          f"mutants {assignment_id}", progress)):
@@ -155,11 +175,18 @@ def _check_mutants(course, assignment_id, source, trace, points, device, progres
         report.mutants.append((mutant.name, mutant.bug, lost, failed_cells, ok))
         if not ok:
             survivors.append(mutant.name + (f" (not caught by {', '.join(missed)})" if missed else " survived"))
+        regained = [v.grade_id for v in judge_notebook(trace, forged(records))
+                    if v.passed and v.grade_id in failed_cells]
+        if regained:
+            forgeries.append(f"{mutant.name} regains {', '.join(regained)}")
     enough = len(catalogue) >= MIN_MUTANTS
     report.results.append(CheckResult(
         f"(d) every mutant loses points ({len(catalogue)} mutants)", not survivors and enough,
         "; ".join(survivors) if survivors else ("all caught" if enough else f"only {len(catalogue)} mutants, "
                                                  f"the catalogue needs at least {MIN_MUTANTS}")))
+    report.results.append(CheckResult(
+        "(f) no mutant regains a point by forging its answers (every no a yes, every error gone)", not forgeries,
+        "; ".join(forgeries) or "none regains any"))
 
 
 def _check_alternatives(course, assignment_id, source, trace, points, device, progress, report,
@@ -236,7 +263,11 @@ def check_lab(course, lab_id, run_release=True, progress=True, device=None):
           elsewhere: a training test can pass with two bugs and fail with one);
       (e) the assignment's correct alternatives of the bugged definitions keep full marks here,
           under one RNG perturbation: the lab's code and tests are proven copies of the
-          assignment's (c), whose own gate runs every alternative under all five.
+          assignment's (c), whose own gate runs every alternative under all five;
+      (f) no bug, planted alone or all together, regains a point by forging its answers (as the
+          assignment's (f));
+      (g) each bug is its catalogue mutant and breaks what the lab records, and (h) the tests pay
+          for a repair, not a rewrite (grader/labs.py gate_checks).
     """
     started = time.time()
     report = AssignmentReport(lab_id)
@@ -250,21 +281,24 @@ def check_lab(course, lab_id, run_release=True, progress=True, device=None):
         report.seconds = time.time() - started
         return report
     trace = solution_trace(course, lab_id, device)
-    report.results.append(_check_solution(trace, full, "(a) the fixed code (the reference) scores full marks"))
-    bug_result, lost_together = _check_lab_bugs(course, lab_id, source, trace, points, bugs, device, progress, report)
+    report.results.append(_check_solution(trace, source, full, "(a) the fixed code (the reference) scores full marks",
+                                          device))
+    bug_result, forgery_result, lost_together = _check_lab_bugs(course, lab_id, source, trace, points, bugs, device,
+                                                                progress, report)
     if run_release and device is None:
         report.results.append(_check_lab_release(course, lab_id, points, lost_together))
     if device is None:
         report.results.append(_check_up_to_date(course, lab_id, source))
     report.results.append(bug_result)
-    planted_alone = {name: set(failed) for name, _, _, failed, _ in report.mutants}
-    report.results += [CheckResult(*check) for check in labs.gate_checks(course, lab_id, source, trace, bugs,
-                                                                         planted_alone)]   # (f), (g)
     assignment = labs.debugged_assignment(course, lab_id)
     bugged = {bug.replaces for bug in bugs}
     chosen = [a for a in load_alternatives(course, assignment) if bugged & set(a.replaces)]
     report.results.append(_check_alternatives(course, lab_id, source, trace, points, device, progress, report,
                                               alternatives=chosen, minimum=1, seeds=RNG_SEEDS[:1]))
+    report.results.append(forgery_result)
+    planted_alone = {name: set(failed) for name, _, _, failed, _ in report.mutants}
+    report.results += [CheckResult(*check) for check in labs.gate_checks(course, lab_id, source, trace, bugs,
+                                                                         planted_alone)]   # (g), (h)
     report.seconds = time.time() - started
     return report
 
@@ -284,14 +318,17 @@ def _check_lab_release(course, lab_id, points, lost):
 
 
 def _check_lab_bugs(course, lab_id, source, trace, points, bugs, device, progress, report):
-    """(d), and the test cells the colleague's code (every bug planted) fails."""
+    """(d), (f), and the test cells the colleague's code (every bug planted) fails."""
     planted = [(bug, labs.plant_bugs(course, lab_id, nbformat.from_dict(source), [bug.name])) for bug in bugs]
     planted.append((None, labs.plant_bugs(course, lab_id, nbformat.from_dict(source))))
-    failing, problems = {}, []
+    failing, problems, forgeries = {}, [], []
     for bug, nb in tqdm(planted, desc=f"bugs {lab_id}", unit="run", disable=not progress):
-        records, errors = run_in_process(nb, device=device)
-        failing[bug.name if bug else None] = ({v.grade_id for v in judge_notebook(trace, records) if not v.passed},
-                                             errors)
+        records, errors = run_in_process(nb, device=device, split=trace.split)
+        failed = {v.grade_id for v in judge_notebook(trace, records) if not v.passed}
+        failing[bug.name if bug else None] = (failed, errors)
+        regained = [v.grade_id for v in judge_notebook(trace, forged(records)) if v.passed and v.grade_id in failed]
+        if regained:
+            forgeries.append(f"{bug.name if bug else 'all bugs together'} regains {', '.join(regained)}")
     union = set().union(*(failing[bug.name][0] for bug in bugs))
     for bug in bugs:
         cells_failed, errors = failing[bug.name]
@@ -317,8 +354,10 @@ def _check_lab_bugs(course, lab_id, source, trace, points, bugs, device, progres
     if not ok:
         problems.append(f"all bugs together fail {sorted(together)}: expected every bug's own tests "
                         f"{sorted(own)} and nothing a bug alone does not fail ({sorted(union)})")
+    forgery = CheckResult("(f) no bug regains a point by forging its answers (every no a yes, every error gone)",
+                          not forgeries, "; ".join(forgeries) or "none regains any")
     return CheckResult(f"(d) each bug fails its own tests, and only it ({len(bugs)} bugs)", not problems,
-                       "; ".join(problems) or "all attributable"), together
+                       "; ".join(problems) or "all attributable"), forgery, together
 
 
 def format_report(report):

@@ -737,7 +737,7 @@ def with_repairs(verdicts, repairs):
         reason = reasons.get(verdict.grade_id)
         if reason is not None:
             message = reason + (f"\n{verdict.message}" if not verdict.passed and verdict.message else "")
-            verdict = replace(verdict, passed=False, message=message, disagree=False)
+            verdict = replace(verdict, passed=False, message=message)
         out.append(verdict)
     return out
 
@@ -820,7 +820,8 @@ def planted_alone_failures(course, lab_id, source, trace, bugs, progress=False):
     from .stages.judge import judge_notebook
     failing, errors = {}, {}
     for bug in tqdm(bugs, desc=f"bugs {lab_id}", unit="run", disable=not progress):
-        records, errors[bug.name] = run_in_process(plant_bugs(course, lab_id, nbformat.from_dict(source), [bug.name]))
+        records, errors[bug.name] = run_in_process(plant_bugs(course, lab_id, nbformat.from_dict(source), [bug.name]),
+                                                   split=trace.split)
         failing[bug.name] = {v.grade_id for v in judge_notebook(trace, records) if not v.passed}
     return failing, errors
 
@@ -844,11 +845,11 @@ def measure_breaks(course, lab_id, progress=True):
 
 def gate_checks(course, lab_id, source, trace, bugs, planted_failures, progress=False):
     """The lab's own checks, as (name, ok, detail):
-      (f) each planted bug fails exactly the test cells its catalogue mutant fails in the lab's fixed
+      (g) each planted bug fails exactly the test cells its catalogue mutant fails in the lab's fixed
           code (`planted_failures`: the cells each bug planted alone fails, from (d)): the colleague's
           hand wrote the catalogue's bug; and those are the cells the lab records as what it breaks
           (course.lab.breaks, which the repair stage fails when the definition was rewritten);
-      (g) the tests pay for a repair: the lab's own repair of each bug is within its budget, and the
+      (h) the tests pay for a repair: the lab's own repair of each bug is within its budget, and the
           assignment's reference and every catalogued alternative of the definition, pasted over it,
           remove more of it than the budget allows (pasting a solution over the lab is a rewrite); the
           findings carry most of the lab's points."""
@@ -856,7 +857,7 @@ def gate_checks(course, lab_id, source, trace, bugs, planted_failures, progress=
     from .stages.judge import judge_notebook
     problems = []
     for bug in bugs:
-        records, errors = run_in_process(source, [((bug.replaces,), bug.mutant_source)])
+        records, errors = run_in_process(source, [((bug.replaces,), bug.mutant_source)], split=trace.split)
         theirs = {v.grade_id for v in judge_notebook(trace, records) if not v.passed}
         ours = planted_failures.get(bug.name, set())
         if theirs != ours or errors:
@@ -865,7 +866,7 @@ def gate_checks(course, lab_id, source, trace, bugs, planted_failures, progress=
         if set(bug.breaks) != ours:
             problems.append(f"{bug.name}: it breaks {sorted(ours)}, the lab records {sorted(bug.breaks)} (run "
                             f"`python -m grader lab {lab_id} --measure`)")
-    first = (f"(f) each bug is its catalogue mutant, and breaks what the lab records ({len(bugs)} bugs)",
+    first = (f"(g) each bug is its catalogue mutant, and breaks what the lab records ({len(bugs)} bugs)",
              not problems, "; ".join(problems) or "each planted bug fails exactly its mutant's test cells, as recorded")
 
     assignment = lab_spec(source)["assignment"]
@@ -898,7 +899,7 @@ def gate_checks(course, lab_id, source, trace, bugs, planted_failures, progress=
     if written <= auto:
         problems.append(f"the findings carry {written:g} of {written + auto:g} points; most of a lab's points are "
                         "its findings")
-    second = ("(g) the tests pay for a repair, not a rewrite (per bug, in tokens: the lab's repair removed+added / "
+    second = ("(h) the tests pay for a repair, not a rewrite (per bug, in tokens: the lab's repair removed+added / "
               "the budget / the fewest a rewrite removes)",
               not problems, "; ".join(problems) or
               f"{', '.join(margins)}; findings {written:g} of {written + auto:g} points")
