@@ -13,8 +13,7 @@ from pygments import token
 from pygments.lexers import PythonLexer
 
 from . import cells
-from .labs import (colleague_definitions, debugged_assignment, is_lab, lab_bugs, lab_spec, plant_bugs,
-                   with_definitions)
+from .labs import colleague_definitions, debugged_assignment, is_lab, lab_bugs, lab_spec, plant_bugs, with_definitions
 from .mutants import load_alternatives, load_catalogue
 
 # the buggy students of the demo, by assignment: mutants whose failing cells are exactly `fails`
