@@ -882,10 +882,10 @@ def gate_checks(course, lab_id, source, trace, bugs, planted_failures, progress=
         (fix_removed, fix_added), (most_removed, most_added) = bug.fix_size, bug.budget
         rewrites = [("the reference", edit_size(planted, definition_tokens(reference[bug.replaces]))[0])]
         for alt in alternatives:
-            if bug.replaces in alt.replaces:
-                node = [n for n in ast.parse(alt.source).body
-                        if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == bug.replaces][-1]
-                rewrites.append((alt.name, edit_size(planted, definition_tokens(node))[0]))
+            found = [n for n in ast.parse(alt.definition).body    # as written, named as what it replaces
+                     if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == bug.replaces]
+            if found:
+                rewrites.append((alt.name, edit_size(planted, definition_tokens(found[-1]))[0]))
         nearest = min(size for _, size in rewrites)
         if fix_removed + fix_added == 0:
             problems.append(f"{bug.name}: the lab's repair changes nothing")

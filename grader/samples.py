@@ -101,11 +101,15 @@ def rewritten_bugs(course, lab_id):
         if alternative is not None:
             chosen[bug.replaces] = alternative
     nb = release_notebook(course, lab_id)
+    given = set().union(*(_top_level_names(c.source) for c in nb.cells
+                          if c.cell_type == "code" and not cells.is_answer_cell(c)))
     for cell in nb.cells:
         if cells.is_answer_cell(cell):
-            here = {name: a.source for name, a in chosen.items() if name in colleague_definitions_of(cell)}
-            if here:
-                cell.source = with_definitions(cell.source, here)
+            defined = colleague_definitions_of(cell)
+            here = {name: a.definition for name, a in chosen.items() if name in defined}
+            if here:   # each alternative as the catalogue writes it, after the imports and helpers it uses
+                needs = _needs(course.alternatives_dir / f"{assignment}.py", list(here.values()), given | set(defined))
+                cell.source = "".join(f"{text}\n\n" for text in needs) + with_definitions(cell.source, here)
     return nb, {name: a.name for name, a in chosen.items()}
 
 
