@@ -38,12 +38,18 @@ def cmd_release(course, args):
 
 
 def cmd_lab(course, args):
-    from .labs import describe, new_lab
+    from .labs import describe, measure_breaks, new_lab
     _ids(course, [args.new_from or args.id])   # a new lab's assignment, or the lab shown
+    if args.measure:
+        for name, tests in measure_breaks(course, args.id).items():
+            print(f"{args.id}: {name} breaks {', '.join(tests)}")
     if args.new_from:
         path = new_lab(course, args.id, args.new_from, args.bugs.split(","), args.title or f"Debugging lab: {args.id}")
-        print(f"{args.id}: wrote {path}; write its introduction and probes, then `python -m grader release {args.id}` "
-              f"and `python -m grader check {args.id}`")
+        print(f"{args.id}: wrote {path}; write each bugged definition in the colleague's own hand (its fix region: "
+              "the repaired lines, then the planted ones) and the answer key's symptom, evidence and effect "
+              f"(metadata course.lab.key), then `python -m grader sync {args.id}`, "
+              f"`python -m grader lab {args.id} --measure`, `python -m grader release {args.id}` and "
+              f"`python -m grader check {args.id}`")
     print(describe(course, args.id))
 
 
@@ -260,7 +266,7 @@ READS_WRITES = {
     "release": ("solutions/<id>/", "assignments/<id>/ (deleted and written afresh) and the assignment's record "
                 "in the gradebook"),
     "lab": ("solutions/<id>/ and mutants/ (with --from: solutions/ASSIGNMENT/)", "nothing; with --from: "
-            "solutions/<id>/<id>.ipynb, a new lab"),
+            "solutions/<id>/<id>.ipynb, a new lab; with --measure: the lab's metadata"),
     "check": ("solutions/, assignments/, mutants/, alternatives/", "nothing (a report on stdout; exit 1 on a "
               "failure)"),
     "autograde": ("SOURCE (an LMS download, a Classroom clone, a folder, or one notebook), --times/--worksheet/"
@@ -316,6 +322,8 @@ def build_parser():
     p.add_argument("--from", dest="new_from", metavar="ASSIGNMENT", help="make a new lab debugging this assignment")
     p.add_argument("--bugs", default="", help="the new lab's bugs: names in mutants/<ASSIGNMENT>.py, comma-separated")
     p.add_argument("--title", help="the new lab's title")
+    p.add_argument("--measure", action="store_true", help="run each bug planted alone and record the test cells "
+                   "it breaks in the lab's metadata (a rewrite of its definition loses them all)")
     p.set_defaults(run=cmd_lab)
     p = verbs.add_parser("check", help="quality gate: solution full, release zero, release fresh, mutants caught")
     p.add_argument("ids", nargs="*")

@@ -149,10 +149,12 @@ class Course:
         c.ExecutePreprocessor.kernel_name = KERNEL_NAME
         c.ClearSolutions.code_stub = {"python": CODE_STUB}
         c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
-        # feedback shows each failed check's message, never the hidden test source (nbgrader #917)
+        # feedback shows each failed check's message, never the hidden test source (nbgrader #917), nor
+        # the answer key of a task cell's mark scheme (a debugging lab's findings), which autograde puts back
         c.GenerateFeedback.preprocessors = [
             "nbgrader.preprocessors.GetGrades",
             "nbgrader.preprocessors.ClearHiddenTests",
+            "nbgrader.preprocessors.ClearMarkScheme",
             "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
         ]
         # and shows what a student wrote (Markdown, outputs) without running any of it

@@ -4,13 +4,14 @@ that each sample got what it should."""
 import shutil
 from pathlib import Path
 
+from . import cells
 from .autograde import autograde, format_table
 from .feedback import export_csv, generate_feedback
-from .labs import bug_outcome, is_lab, lab_bugs
+from .labs import bug_outcome, is_lab, lab_bugs, student_repairs
 from .mutants import load_catalogue
 from .release import generate_release
 from .report import build_report
-from .samples import write_demo_submissions
+from .samples import LAB_FIXER, LAB_PASTED, LAB_REWRITTEN, write_demo_submissions
 from .sandbox import unavailable_reason
 from .submission import Options, Status
 
@@ -33,7 +34,7 @@ def run_demo(course, ids=None, demo_dir=None, progress=True):
         write_demo_submissions(course, aid, folder)
         graded = autograde(demo, aid, folder, options)
         print(format_table(aid, graded))
-        problems += _unexpected(course, aid, graded)
+        problems += _unexpected(course, demo, aid, graded)
         pages = generate_feedback(demo, aid)
         report = build_report(demo, aid)
         print(f"  feedback: {len(pages)} HTML pages in {_shown(course, demo.grading_dir / 'feedback')}; "
@@ -62,9 +63,9 @@ def _shown(course, path):
     return path.relative_to(course.root) if path.is_relative_to(course.root) else path
 
 
-def _unexpected(course, aid, graded):
+def _unexpected(course, demo, aid, graded):
     if is_lab(course, aid):
-        return _unexpected_in_lab(course, aid, graded)
+        return _unexpected_in_lab(course, demo, aid, graded)
     fails = {f"bug_{m.name}": set(m.fails) for m in load_catalogue(course, aid)}
     problems = []
     for s in graded:
@@ -79,20 +80,34 @@ def _unexpected(course, aid, graded):
     return problems
 
 
-def _unexpected_in_lab(course, aid, graded):
-    """A lab's perfect student fixed every bug and has full marks; the untouched release missed every
-    bug; missed_<bug> missed that bug only, as the feedback reads it from the failed tests."""
+def _unexpected_in_lab(course, demo, aid, graded):
+    """A lab's real fixer repaired every bug and has full marks; the untouched release missed every bug;
+    missed_<bug> missed that bug only, as the feedback reads it from the failed tests and the code; the
+    student who pasted the assignment's solution and the one who rewrote every bugged definition have
+    every bug rewritten, so none of the tests the bugs break pays, and lose nothing else. Prints what
+    those tests paid each of them."""
     bugs = lab_bugs(course, aid)
-    problems = []
+    own = {test for bug in bugs for test in bug.breaks}   # every test a bug breaks
+    points = cells.test_points(cells.read(course.source_notebook(aid)))
+    problems, paid = [], {}
     for s in graded:
         if s.status != Status.GRADED:
             problems.append(f"{aid}/{s.student}: {s.label}")
             continue
-        _, missed, other = bug_outcome(bugs, s.failed)
-        missed = sorted(bug.name for bug in missed)
-        wanted = {"perfect": [], "untouched_release": sorted(bug.name for bug in bugs)}.get(
-            s.student, [s.student.removeprefix("missed_")])
-        if missed != wanted or (s.student == "perfect" and s.score != s.max_score):
-            problems.append(f"{aid}/{s.student} scored {s.score:g}/{s.max_score:g} and missed {missed or 'no bug'}, "
-                            f"expected {wanted or 'no bug'}")
+        _, missed, rewritten, _ = bug_outcome(bugs, s.failed, student_repairs(demo, aid, s.student, bugs))
+        missed, rewritten = sorted(b.name for b in missed), sorted(b.name for b in rewritten)
+        everything = sorted(bug.name for bug in bugs)
+        wanted = {LAB_FIXER: ([], []), "untouched_release": (everything, []), LAB_PASTED: ([], everything),
+                  LAB_REWRITTEN: ([], everything)}.get(s.student, ([s.student.removeprefix("missed_")], []))
+        exact = {LAB_FIXER: set(), LAB_PASTED: own, LAB_REWRITTEN: own}.get(s.student)
+        if (missed, rewritten) != wanted or (exact is not None and set(s.failed) != exact):
+            problems.append(f"{aid}/{s.student} scored {s.score:g}/{s.max_score:g}, missed {missed or 'no bug'} and "
+                            f"rewrote {rewritten or 'nothing'}; expected missed {wanted[0] or 'no bug'}, rewrote "
+                            f"{wanted[1] or 'nothing'}")
+        paid[s.student] = sum(points[test] for test in own if test not in s.failed)
+    if paid:
+        shown = ", ".join(f"{name} {paid[name]:g}" for name in (LAB_FIXER, LAB_PASTED, LAB_REWRITTEN) if name in paid)
+        print(f"  the tests the bugs break ({sum(points[test] for test in own):g} of {sum(points.values()):g} "
+              f"auto-graded points) paid: {shown}")
     return problems
+

@@ -74,16 +74,19 @@ def _failed_students(log, assignment_id):
 
 def add_lab_sections(course, assignment_id, pages):
     """A debugging lab's pages open with the bugs the student missed, each with the catalogue's
-    description and the test that catches it (grader/labs.py)."""
+    description and the test that catches it, and the definitions they rewrote instead of repairing
+    (read again from their graded notebook; grader/labs.py)."""
     from .report import load_outcomes
     bugs = labs.lab_bugs(course, assignment_id)
     outcomes = load_outcomes(course, assignment_id)
     for page in pages:
-        outcome = outcomes.get(page.parent.parent.name)
+        student = page.parent.parent.name
+        outcome = outcomes.get(student)
         if not outcome or outcome.get("status") != Status.GRADED:
             continue
         text = page.read_text()
-        section = labs.feedback_section(bugs, outcome.get("failed", []))
+        section = labs.feedback_section(bugs, outcome.get("failed", []),
+                                        labs.student_repairs(course, assignment_id, student, bugs))
         body = re.search(r"<body[^>]*>", text)
         at = body.end() if body else 0
         page.write_text(text[:at] + section + text[at:])

@@ -263,7 +263,11 @@ def check_lab(course, lab_id, run_release=True, progress=True, device=None):
           elsewhere: a training test can pass with two bugs and fail with one);
       (e) the assignment's correct alternatives of the bugged definitions keep full marks here,
           under one RNG perturbation: the lab's code and tests are proven copies of the
-          assignment's (c), whose own gate runs every alternative under all five.
+          assignment's (c), whose own gate runs every alternative under all five;
+      (f) no bug, planted alone or all together, regains a point by forging its answers (as the
+          assignment's (f));
+      (g) each bug is its catalogue mutant and breaks what the lab records, and (h) the tests pay
+          for a repair, not a rewrite (grader/labs.py gate_checks).
     """
     started = time.time()
     report = AssignmentReport(lab_id)
@@ -279,7 +283,8 @@ def check_lab(course, lab_id, run_release=True, progress=True, device=None):
     trace = solution_trace(course, lab_id, device)
     report.results.append(_check_solution(trace, source, full, "(a) the fixed code (the reference) scores full marks",
                                           device))
-    bug_result, lost_together = _check_lab_bugs(course, lab_id, source, trace, points, bugs, device, progress, report)
+    bug_result, forgery_result, lost_together = _check_lab_bugs(course, lab_id, source, trace, points, bugs, device,
+                                                                progress, report)
     if run_release and device is None:
         report.results.append(_check_lab_release(course, lab_id, points, lost_together))
     if device is None:
@@ -290,6 +295,10 @@ def check_lab(course, lab_id, run_release=True, progress=True, device=None):
     chosen = [a for a in load_alternatives(course, assignment) if bugged & set(a.replaces)]
     report.results.append(_check_alternatives(course, lab_id, source, trace, points, device, progress, report,
                                               alternatives=chosen, minimum=1, seeds=RNG_SEEDS[:1]))
+    report.results.append(forgery_result)
+    planted_alone = {name: set(failed) for name, _, _, failed, _ in report.mutants}
+    report.results += [CheckResult(*check) for check in labs.gate_checks(course, lab_id, source, trace, bugs,
+                                                                         planted_alone)]   # (g), (h)
     report.seconds = time.time() - started
     return report
 
@@ -309,14 +318,17 @@ def _check_lab_release(course, lab_id, points, lost):
 
 
 def _check_lab_bugs(course, lab_id, source, trace, points, bugs, device, progress, report):
-    """(d), and the test cells the colleague's code (every bug planted) fails."""
+    """(d), (f), and the test cells the colleague's code (every bug planted) fails."""
     planted = [(bug, labs.plant_bugs(course, lab_id, nbformat.from_dict(source), [bug.name])) for bug in bugs]
     planted.append((None, labs.plant_bugs(course, lab_id, nbformat.from_dict(source))))
-    failing, problems = {}, []
+    failing, problems, forgeries = {}, [], []
     for bug, nb in tqdm(planted, desc=f"bugs {lab_id}", unit="run", disable=not progress):
-        records, errors = run_in_process(nb, device=device)
-        failing[bug.name if bug else None] = ({v.grade_id for v in judge_notebook(trace, records) if not v.passed},
-                                             errors)
+        records, errors = run_in_process(nb, device=device, split=trace.split)
+        failed = {v.grade_id for v in judge_notebook(trace, records) if not v.passed}
+        failing[bug.name if bug else None] = (failed, errors)
+        regained = [v.grade_id for v in judge_notebook(trace, forged(records)) if v.passed and v.grade_id in failed]
+        if regained:
+            forgeries.append(f"{bug.name if bug else 'all bugs together'} regains {', '.join(regained)}")
     union = set().union(*(failing[bug.name][0] for bug in bugs))
     for bug in bugs:
         cells_failed, errors = failing[bug.name]
@@ -342,8 +354,10 @@ def _check_lab_bugs(course, lab_id, source, trace, points, bugs, device, progres
     if not ok:
         problems.append(f"all bugs together fail {sorted(together)}: expected every bug's own tests "
                         f"{sorted(own)} and nothing a bug alone does not fail ({sorted(union)})")
+    forgery = CheckResult("(f) no bug regains a point by forging its answers (every no a yes, every error gone)",
+                          not forgeries, "; ".join(forgeries) or "none regains any")
     return CheckResult(f"(d) each bug fails its own tests, and only it ({len(bugs)} bugs)", not problems,
-                       "; ".join(problems) or "all attributable"), together
+                       "; ".join(problems) or "all attributable"), forgery, together
 
 
 def format_report(report):

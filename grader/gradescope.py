@@ -11,8 +11,8 @@ for each submission the student's files are in /autograder/submission and run_au
 visibility one of "visible", "hidden", "after_due_date", "after_published". run_autograder's stdout
 is shown to instructors only.
 
-The grading is this course's pipeline (grader/pipeline.py: sanitize, execute, judge, score) on the one
-notebook, so a student gets the points and the failure messages `autograde` and the HTML feedback
+The grading is this course's pipeline (grader/pipeline.py: sanitize, execute, judge, repair, score) on
+the one notebook, so a student gets the points and the failure messages `autograde` and the HTML feedback
 give, never the hidden test source. Where the sandbox (bubblewrap) cannot be built, which is usual
 inside Gradescope's Docker container, the kernel runs as an unprivileged user instead
 (grader/runtime/as_kernel_user.py): see docs/gradescope.md for what that does and does not protect.
@@ -29,7 +29,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cells
+from . import cells, labs
 from .course import PACKAGE_REPO, Course, is_course_root
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
@@ -142,6 +142,9 @@ def autograder_files(course, assignment_id, hidden_visibility="after_published")
              ("run_autograder", run_script(assignment_id, hidden_visibility), True)]
     files += [(name, _requirement_file(course, name), False) for name in REQUIREMENTS]
     files.append(("nbgrader_config.py", course.root / "nbgrader_config.py", False))
+    if labs.is_lab(course, assignment_id):   # the repair stage reads the lab's bugs from its catalogue
+        catalogue = course.mutants_dir / f"{labs.debugged_assignment(course, assignment_id)}.py"
+        files.append((catalogue.relative_to(course.root).as_posix(), catalogue, False))
     package = Path(__file__).resolve().parent
     for folder, root in ((package, package.parent), (course.source_dir / assignment_id, course.root),
                          (course.release_dir / assignment_id, course.root)):

@@ -1,7 +1,7 @@
 """The autograding pipeline: its stages in order, how they run, and what a run shares (Batch).
 
     INTAKE   the whole download, once:                        collect -> identify
-    GRADE    each submission, in parallel with the others:   sanitize -> execute -> judge -> score
+    GRADE    each submission, in parallel with the others:   sanitize -> execute -> judge -> repair -> score
     RECORD   each submission, one at a time (the course
              gradebook's single writer):                      merge -> late
 
@@ -22,13 +22,13 @@ from pathlib import Path
 from . import cells, compat, term
 from .release import generate_release
 from .sandbox import SandboxUnavailable, WarmKernels, check_available
-from .stages import collect, execute, identify, judge, late, merge, sanitize, score
+from .stages import collect, execute, identify, judge, late, merge, repair, sanitize, score
 from .submission import TEMPLATE_STUDENT, Intake, Kernels, NotGraded, Options, Status
 from .trace import solution_trace
 
 # the stages, in order (each is stages/<name>.py)
 INTAKE = (collect.collect, identify.identify)                           # the download -> Intake
-GRADE = (sanitize.sanitize, execute.execute, judge.judge, score.score)  # Submission -> Submission, in parallel
+GRADE = (sanitize.sanitize, execute.execute, judge.judge, repair.repair, score.score)  # in parallel
 RECORD = (merge.merge, late.late)                                       # Submission -> Submission, one at a time
 
 

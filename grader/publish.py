@@ -33,7 +33,8 @@ PLACEHOLDER_REPO = "OWNER/attention-course"  # in the syllabus's Colab links unt
 PUBLISHED_NAMES = {MARKER, ".gitignore", "README.md", "LICENSE", "environment.yml", "requirements.txt",
                    "lectures", "assignments", "docs"}
 SOLUTION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
-MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
+           "BEGIN MARK SCHEME", "END MARK SCHEME", "### BEGIN FIX", "### PLANTED")   # a debugging lab's key
 
 
 class PublishError(RuntimeError):

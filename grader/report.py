@@ -144,17 +144,24 @@ def build_report(course, assignment_id):
 
 
 def lab_table(course, assignment_id, graded):
-    """A debugging lab's bugs: how many graded students found (fixed) each one, and who missed it."""
+    """A debugging lab's bugs: how many graded students repaired each one, who missed it, and who
+    rewrote its definition instead of repairing it (its tests then pay nothing)."""
     bugs = labs.lab_bugs(course, assignment_id)
     missed_by = {bug.name: [] for bug in bugs}
+    rewritten_by = {bug.name: [] for bug in bugs}
     for outcome in graded:
-        for bug in labs.bug_outcome(bugs, outcome["failed"])[1]:
+        repairs = labs.student_repairs(course, assignment_id, outcome["student"], bugs)
+        _, missed, rewritten, _ = labs.bug_outcome(bugs, outcome["failed"], repairs)
+        for bug in missed:
             missed_by[bug.name].append(outcome["student"])
+        for bug in rewritten:
+            rewritten_by[bug.name].append(outcome["student"])
     rows = "".join(
         f"<tr><td>{bug.number}</td><td><code>{html.escape(bug.replaces)}</code>: {html.escape(bug.description)}</td>"
         f"<td>{html.escape(', '.join(bug.tests))}</td>"
-        f"<td>{len(graded) - len(missed_by[bug.name])} of {len(graded)}</td>"
-        f"<td>{html.escape(', '.join(sorted(missed_by[bug.name])) or '-')}</td></tr>" for bug in bugs)
-    return ('<h2>Bugs found by the class</h2><table><tr><th scope="col">bug</th><th scope="col">what it is</th>'
-            '<th scope="col">its tests</th><th scope="col">found by</th><th scope="col">missed by</th></tr>'
-            f'{rows}</table>')
+        f"<td>{len(graded) - len(missed_by[bug.name]) - len(rewritten_by[bug.name])} of {len(graded)}</td>"
+        f"<td>{html.escape(', '.join(sorted(missed_by[bug.name])) or '-')}</td>"
+        f"<td>{html.escape(', '.join(sorted(rewritten_by[bug.name])) or '-')}</td></tr>" for bug in bugs)
+    return ('<h2>Bugs repaired by the class</h2><table><tr><th scope="col">bug</th><th scope="col">what it is</th>'
+            '<th scope="col">its tests</th><th scope="col">repaired by</th><th scope="col">missed by</th>'
+            f'<th scope="col">rewritten by</th></tr>{rows}</table>')

@@ -13,7 +13,7 @@ from pygments import token
 from pygments.lexers import PythonLexer
 
 from . import cells
-from .labs import debugged_assignment, is_lab, lab_bugs, plant_bugs, planted_source
+from .labs import colleague_definitions, debugged_assignment, is_lab, lab_bugs, lab_spec, plant_bugs, with_definitions
 from .mutants import load_alternatives, load_catalogue
 
 # the buggy students of the demo, by assignment: mutants whose failing cells are exactly `fails`
@@ -29,7 +29,7 @@ DEMO_BUGS = {
     "a7_flash_attention_triton": ["causal_end_in_key_blocks", "delta_forgotten", "float16_accumulator",
                                   "gradients_swapped"],
 }
-LAB_DEMO_MISSES = 2   # a lab's demo students: one per bug left in, for the first bugs
+LAB_DEMO_MISSES = 2   # a lab's demo students who left one bug in, for its first bugs
 
 
 def release_notebook(course, assignment_id):
@@ -37,7 +37,10 @@ def release_notebook(course, assignment_id):
 
 
 def perfect_submission(course, assignment_id):
-    """The release with every solution cell answered as the reference solution does."""
+    """The release with every solution cell answered as the reference solution does (in a debugging
+    lab: every bug repaired as the lab's own fix regions repair it)."""
+    if is_lab(course, assignment_id):
+        return lab_submission(course, assignment_id, [])
     source = cells.read(course.source_notebook(assignment_id))
     answers = {cells.grade_id(c): cells.without_solution_markers(c.source) for c in source.cells
                if cells.nbgrader_meta(c).get("solution")}
@@ -65,23 +68,78 @@ def buggy_submission(course, assignment_id, mutant_name):
 
 
 def lab_submission(course, lab_id, left):
-    """A debugging lab's perfect submission with the bugs named in `left` still in its code: a
-    student who found and fixed all the others."""
-    return plant_bugs(course, lab_id, perfect_submission(course, lab_id), left)
+    """A debugging lab's release with every bug repaired as the lab's own fix regions repair it, but
+    for the bugs named in `left`: a student who found and repaired all the others (`left` empty: the
+    real fixer, minimal repairs and full marks)."""
+    return plant_bugs(course, lab_id, release_notebook(course, lab_id), left)
+
+
+def pasted_solution(course, lab_id):
+    """A lab's release with the assignment's reference answer cells pasted over the colleague's code:
+    a student who pastes a correct solution instead of debugging (its bugged definitions are rewrites)."""
+    source = cells.read(course.source_notebook(lab_id))
+    assignment = cells.read(course.source_notebook(lab_spec(source)["assignment"]))
+    reference = {cells.grade_id(c): c.source for c in assignment.cells if cells.is_answer_cell(c)}
+    copies = {cells.grade_id(c): c.metadata.get("course", {}).get("lab_copy") for c in source.cells}
+    nb = release_notebook(course, lab_id)
+    for cell in nb.cells:
+        original = reference.get(copies.get(cells.grade_id(cell)))
+        if cells.is_answer_cell(cell) and original is not None:
+            cell.source = cells.without_solution_markers(original).rstrip("\n")
+    return nb
+
+
+def rewritten_bugs(course, lab_id):
+    """A lab's release with each bugged definition replaced by a correct alternative from
+    alternatives/<assignment>.py (the first that replaces that name alone): a student who rewrote every
+    function they suspected instead of repairing it. Returns (notebook, {definition: alternative})."""
+    assignment = lab_spec(cells.read(course.source_notebook(lab_id)))["assignment"]
+    alternatives = load_alternatives(course, assignment)
+    chosen = {}
+    for bug in lab_bugs(course, lab_id):
+        alternative = next((a for a in alternatives if a.replaces == (bug.replaces,)), None)
+        if alternative is not None:
+            chosen[bug.replaces] = alternative
+    nb = release_notebook(course, lab_id)
+    given = set().union(*(_top_level_names(c.source) for c in nb.cells
+                          if c.cell_type == "code" and not cells.is_answer_cell(c)))
+    for cell in nb.cells:
+        if cells.is_answer_cell(cell):
+            defined = colleague_definitions_of(cell)
+            here = {name: a.definition for name, a in chosen.items() if name in defined}
+            if here:   # each alternative as the catalogue writes it, after the imports and helpers it uses
+                needs = _needs(course.alternatives_dir / f"{assignment}.py", list(here.values()), given | set(defined))
+                cell.source = "".join(f"{text}\n\n" for text in needs) + with_definitions(cell.source, here)
+    return nb, {name: a.name for name, a in chosen.items()}
+
+
+def colleague_definitions_of(cell):
+    """The top-level definitions of one answer cell."""
+    return colleague_definitions(nbformat.v4.new_notebook(cells=[cell]))
+
+
+# a lab's demo students besides the real fixer and the untouched release (grader/demo.py checks each)
+LAB_PASTED, LAB_REWRITTEN, LAB_FIXER = "pasted_solution", "rewrote_bugged_definitions", "real_fixer"
 
 
 def write_demo_submissions(course, assignment_id, folder):
     """Write the demo's students into folder/<student>.ipynb; returns {student: expectation}."""
     folder.mkdir(parents=True, exist_ok=True)
     expectations = {"perfect": "full marks", "untouched_release": "zero"}
-    nbformat.write(perfect_submission(course, assignment_id), str(folder / "perfect.ipynb"))
     nbformat.write(release_notebook(course, assignment_id), str(folder / "untouched_release.ipynb"))
-    if is_lab(course, assignment_id):   # a lab's students fixed every bug but one (the first two bugs)
-        expectations["untouched_release"] = "every bug missed"
-        for bug in lab_bugs(course, assignment_id)[:LAB_DEMO_MISSES]:
+    if is_lab(course, assignment_id):
+        expectations = {LAB_FIXER: "every bug repaired with the lab's own minimal fixes: full marks",
+                        "untouched_release": "every bug missed",
+                        LAB_PASTED: "the assignment's solution pasted over the lab: no bug's tests pay",
+                        LAB_REWRITTEN: "an alternative in place of each bugged definition: no bug's tests pay"}
+        nbformat.write(lab_submission(course, assignment_id, []), str(folder / f"{LAB_FIXER}.ipynb"))
+        nbformat.write(pasted_solution(course, assignment_id), str(folder / f"{LAB_PASTED}.ipynb"))
+        nbformat.write(rewritten_bugs(course, assignment_id)[0], str(folder / f"{LAB_REWRITTEN}.ipynb"))
+        for bug in lab_bugs(course, assignment_id)[:LAB_DEMO_MISSES]:   # fixed every bug but one
             nbformat.write(lab_submission(course, assignment_id, [bug.name]), str(folder / f"missed_{bug.name}.ipynb"))
             expectations[f"missed_{bug.name}"] = f"misses {bug.name} only"
         return expectations
+    nbformat.write(perfect_submission(course, assignment_id), str(folder / "perfect.ipynb"))
     for name in DEMO_BUGS.get(assignment_id, []):
         nb, mutant = buggy_submission(course, assignment_id, name)
         nbformat.write(nb, str(folder / f"bug_{name}.ipynb"))
@@ -149,7 +207,8 @@ def submission_with(course, assignment_id, chosen):
         if replacements:
             needs = _needs(catalogue, [r.definition for r in replacements if r.definition not in stubs.values()],
                            given | here)
-            cell.source = "".join(f"{text}\n\n" for text in needs) + planted_source(cell.source, replacements)
+            cell.source = "".join(f"{text}\n\n" for text in needs) + with_definitions(
+                cell.source, {r.replaces: r.definition for r in replacements})
     return nb
 
 

@@ -1,6 +1,8 @@
 """`make demo` end to end, as a newcomer runs it: every assignment released and graded through
 the real pipeline; the perfect student gets full marks, the untouched release zero, and each
-buggy student loses exactly the test cells its bug should fail, no others."""
+buggy student loses exactly the test cells its bug should fail, no others. In a debugging lab the
+real fixer gets full marks, and the students who pasted the assignment's solution or rewrote every
+bugged definition get none of the tests the bugs break (grader/demo.py says what each should get)."""
 import pytest
 
 from grader.demo import run_demo

@@ -83,7 +83,7 @@ def test_stages_holds_the_stages_and_the_pipeline_lists_them_all():
     assert sorted(names) == sorted(f"{m}.{m}" for m in modules), \
         f"stages/ has {modules}; the pipeline runs {names}"
     assert names == ["collect.collect", "identify.identify", "sanitize.sanitize", "execute.execute",
-                     "judge.judge", "score.score", "merge.merge", "late.late"]
+                     "judge.judge", "repair.repair", "score.score", "merge.merge", "late.late"]
 
 
 def test_statuses_are_compared_as_the_enum():

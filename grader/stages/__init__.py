@@ -8,6 +8,8 @@
   execute   run the notebook in its own kernel and working copy; test cells only *record*
   judge     in this trusted process: compare the records with the solution's trace, and find
             calls the assignment forbids in the student's own code (grader/forbidden.py)
+  repair    in a debugging lab only: a bug's tests pay for a repair of the colleague's code, not
+            for a rewrite of it (grader/labs.py)
   score     write the verdicts into the notebook and its own (temporary) gradebook
   merge     copy the result into the course gradebook and autograded/ (the single writer)
   late      the submission time and nbgrader's late-submission penalty, after the merge

@@ -64,7 +64,8 @@ def merge_gradebook(assignment_id, student, temp_db_url, course_db_url, temp_stu
 
 def unchanged_grades(previous_path, new_path):
     """Grade ids whose graded content is the same in both autograded notebooks: a written answer or
-    other hand-graded cell by its own source, a test cell when no code answer cell changed."""
+    other hand-graded cell by its own source (a task cell with the cells that answer it), a test cell
+    when no code answer cell changed."""
     try:
         old, new = cells.read(previous_path), cells.read(new_path)
     except ValueError:
@@ -74,7 +75,16 @@ def unchanged_grades(previous_path, new_path):
         return [c.source for c in nb.cells if cells.is_answer_cell(c)]
 
     def by_grade(nb):
-        return {cells.grade_id(c): c.source for c in nb.cells if cells.grade_id(c)}
+        """Each graded cell's source; a task cell's (nbgrader's "manually graded task", a debugging
+        lab's finding) with the ungraded cells after it, where the student answers it."""
+        graded, current = {}, None
+        for cell in nb.cells:
+            if cells.grade_id(cell):
+                current = cells.grade_id(cell) if cells.nbgrader_meta(cell).get("task") else None
+                graded[cells.grade_id(cell)] = cell.source
+            elif current is not None:
+                graded[current] += "\n" + cell.source
+        return graded
     same_code = code(old) == code(new)
     tests = {cells.grade_id(c) for c in cells.test_cells(new)}
     before = by_grade(old)
