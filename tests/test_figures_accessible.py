@@ -21,7 +21,6 @@ NOT_YET_DESCRIBED = {
     "lectures/08_kv_cache_decoding.ipynb",
     "lectures/10_attention_at_length.ipynb",
     "lectures/11_from_tiles_to_a_kernel.ipynb",
-    "lectures/12_encoders.ipynb",
     "solutions/a1_self_attention/a1_self_attention.ipynb",
     "solutions/a2_multihead_masking/a2_multihead_masking.ipynb",
     "solutions/a3_flops_io/a3_flops_io.ipynb",
