@@ -19,10 +19,6 @@ NOTEBOOKS = sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb")) + sorted((REP
 # pending: their figures have no "Figure:" text alternative yet (remove a notebook once it has them)
 NOT_YET_DESCRIBED = {
     "lectures/08_kv_cache_decoding.ipynb",
-    "lectures/10_attention_at_length.ipynb",
-    "lectures/11_from_tiles_to_a_kernel.ipynb",
-    "lectures/12_encoders.ipynb",
-    "lectures/13_a_model_that_writes_text.ipynb",
     "solutions/a1_self_attention/a1_self_attention.ipynb",
     "solutions/a2_multihead_masking/a2_multihead_masking.ipynb",
     "solutions/a3_flops_io/a3_flops_io.ipynb",
