@@ -680,7 +680,8 @@ class nanogpt_bias_buffer(nn.Module):
 
 @alternative("DecoderOnlyLM", "GPT-2 style (Hugging Face's GPT2Attention): every block holds its own causal mask, a "
                               "bool buffer named `bias` (1, 1, max_len, max_len), with `masked_bias` beside it; the "
-                              "model a `mask` buffer of the positions; each block attends with its own bias[:, :, :L, :L]")
+                              "model a `mask` buffer of the positions; each block attends with its own "
+                              "bias[:, :, :L, :L]")
 class gpt2_block_bias_buffers(nn.Module):
     def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout=0.0):
         super().__init__()
@@ -728,7 +729,9 @@ class hf_eager_float32_softmax(nn.Module):
         key = query if key is None else key
         value = key if value is None else value
         bsz = query.shape[0]
-        shape = lambda t: t.view(bsz, -1, self.num_heads, self.head_dim).transpose(1, 2)
+
+        def shape(t):
+            return t.view(bsz, -1, self.num_heads, self.head_dim).transpose(1, 2)
         q, k, v = shape(self.q_proj(query)), shape(self.k_proj(key)), shape(self.v_proj(value))
         attn_weights = torch.matmul(q, k.transpose(2, 3)) * self.scaling
         if mask is not None:

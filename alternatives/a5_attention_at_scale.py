@@ -401,7 +401,8 @@ def sliding_longformer_chunks(q, k, v, window, n_global=0):
         return F.pad(t, (0, 0, 0, padded - length)).reshape(-1, padded, t.shape[-1])
 
     def chunks(t):                                               # (B * H, padded, e) -> (B * H, n, 2 w, e), a view
-        return t.as_strided((t.shape[0], n, 2 * w, t.shape[2]), (t.stride(0), w * t.stride(1), t.stride(1), t.stride(2)))
+        strides = (t.stride(0), w * t.stride(1), t.stride(1), t.stride(2))
+        return t.as_strided((t.shape[0], n, 2 * w, t.shape[2]), strides)
 
     qf, kf, vf = flat(q), flat(k), flat(v)
     scores = torch.einsum("bcxd,bcyd->bcxy", chunks(qf), chunks(kf)) / math.sqrt(d)    # (B * H, n, 2 w, 2 w)

@@ -141,5 +141,6 @@ def load_catalogue(course, assignment_id):
 
 def load_alternatives(course, assignment_id):
     """The correct alternatives of alternatives/<assignment id>.py."""
-    return [Alternative(name, replaces, how, source, cpu_only, loses) for name, (replaces, how, cpu_only, loses), source, _
+    return [Alternative(name, replaces, how, source, cpu_only, loses)
+            for name, (replaces, how, cpu_only, loses), source, _
             in _entries(course.alternatives_dir / f"{assignment_id}.py", "__alternative__")]
