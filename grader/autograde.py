@@ -6,6 +6,7 @@ temporary gradebook (a copy of a template made from solutions/); only the RECORD
 the course gradebook, one submission at a time. A broken submission becomes a row of the table,
 never a crash.
 """
+import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from tqdm.auto import tqdm
@@ -24,6 +25,8 @@ def autograde(course, assignment_id, source, options=None):
     options = options or Options()
     with pipeline.Batch(course, assignment_id, options) as batch:
         intake = pipeline.take_in(source, batch)
+        for warning in intake.warnings:      # before grading starts: the run may not be worth waiting for
+            print(f"warning: {warning}", file=sys.stderr)
         if options.student:
             only_student(intake, options.student)
         submissions = intake.submissions

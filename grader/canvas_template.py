@@ -6,12 +6,15 @@ Canvas matches a row to a student by its `ID` (the user id; the roster's `lms_us
 column to an assignment by the id in parentheses of `<title> (<id>)` (canvas-lms
 lib/gradebook_importer.rb). A course assignment goes into the column whose title is its id (or its
 id with `_` read as spaces), or the one `--map a1_self_attention="Assignment 1 (12345)"` names. A
-student without a total here keeps the cell Canvas had: an empty cell would clear a grade."""
+student without a total here keeps the cell Canvas had: an empty cell would clear a grade. A cell a
+spreadsheet would run as a formula (a student's name `=HYPERLINK(...)`) is written with the quote
+that disarms it (grader/csv_cells.py); Canvas matches the row by its `ID`, digits, never touched."""
 import csv
 import io
 import re
 from pathlib import Path
 
+from .csv_cells import is_formula, safe_row
 from .lms_records import read_text
 
 TITLE_WITH_ID = re.compile(r"\A(.*)\s\((\d+)\)\Z")     # Canvas's "<title> (<id>)"
@@ -43,20 +46,18 @@ def fill_template(template, names, totals, maps=None):
         raise ValueError(f"{template} is not Canvas's gradebook export: its first row should start "
                          f"Student, ID, ... (found {header[:4]})")
     columns = _columns(template, header, names, maps or {})
-    notes, out = [], [lines[0]]
+    notes, out = [], [_written(header, delimiter) if any(map(is_formula, header)) else lines[0]]
     for line in lines[1:]:
         row = next(csv.reader([line], delimiter=delimiter)) if line else []
         user = row[1].strip() if len(row) > 1 else ""
         changes = {index: totals[(user, aid)] for aid, index in columns.items()
                    if user.isdigit() and totals.get((user, aid)) is not None}
-        if not changes:
+        if not changes and not any(map(is_formula, row)):
             out.append(line)                       # Points Possible, Manual Posting, students not graded here
             continue
         for index, value in changes.items():
             row[index] = value if isinstance(value, str) else f"{value:g}"   # "EX": excused
-        buffer = io.StringIO()
-        csv.writer(buffer, delimiter=delimiter, lineterminator="").writerow(row)
-        out.append(buffer.getvalue())
+        out.append(_written(row, delimiter))
     filled = [(aid, header[index]) for aid, index in columns.items()]
     graded_users = {user for user, _ in totals}
     in_file = {next(csv.reader([line], delimiter=delimiter))[1].strip() for line in lines[1:] if line.count(delimiter)}
@@ -64,6 +65,13 @@ def fill_template(template, names, totals, maps=None):
     if absent:
         notes.append(f"graded here but not in the Canvas gradebook (by lms_user_id): {', '.join(absent)}")
     return bom + newline.join(out) + (newline if text.endswith(("\n", "\r")) else ""), filled, notes
+
+
+def _written(row, delimiter):
+    """One row as CSV text, every cell through csv_cells.safe_row."""
+    buffer = io.StringIO()
+    csv.writer(buffer, delimiter=delimiter, lineterminator="").writerow(safe_row(row))
+    return buffer.getvalue()
 
 
 def _columns(template, header, names, maps):

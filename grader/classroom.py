@@ -12,6 +12,10 @@ commits are named in a note, never graded. Without a due date, the latest commit
 is the committer's clock, which is the student's own machine: it says when they committed, not
 when GitHub received the push. A folder that is not a git repository (or a machine without git) is
 read as its files are, its time unknown.
+
+A notebook that is a link is never read: in a commit, a link is an object holding its target's
+name (mode 120000), which is named and refused, never followed; in a folder read as files, a link
+or a file in a linked folder is refused the same way (grader/safe_files.py).
 """
 import datetime
 import shutil
@@ -19,6 +23,7 @@ import subprocess
 from pathlib import Path, PurePosixPath
 
 from .lms import SAFE_ID
+from .safe_files import committed_link_reason, link_reason
 from .submission import Submission
 
 SUFFIX = "-submissions"
@@ -67,7 +72,10 @@ def read_repositories(source, assignment_id, workspace, due=None):
         login = folder.name[len(prefix):] if prefix and folder.name.startswith(prefix) else folder.name
         submission = Submission(SAFE_ID.sub("_", login), None, login=login, name=login, preset="classroom",
                                 lms_name=folder.name)
-        if (folder / ".git").exists() and git:
+        linked = link_reason(folder, source, shown=f"{folder.name}/")
+        if linked:
+            submission.reason = linked
+        elif (folder / ".git").exists() and git:
             _from_commits(submission, folder, assignment_id, workspace, due, git)
         else:
             why = "git is not installed here" if (folder / ".git").exists() else "not a git repository"
@@ -128,16 +136,22 @@ def _from_commits(submission, folder, assignment_id, workspace, due, git):
     commit, when = chosen
     submission.submitted_at = when
     try:
-        names = _git(git, folder, "ls-tree", "-r", "--name-only", commit).splitlines()
+        tree = _tree(git, folder, commit)
     except (RuntimeError, subprocess.TimeoutExpired) as error:
         submission.reason = f"cannot read commit {commit[:7]} ({error})"
         return
-    notebooks = [PurePosixPath(n) for n in names if n.endswith(".ipynb")
-                 and not any(p.startswith(".") for p in PurePosixPath(n).parts)]
+    notebooks = [path for path, (mode, _) in tree.items() if mode in REGULAR_FILE_MODES]
+    links = [path for path, (mode, _) in tree.items() if mode == LINK_MODE]
     chosen_path, why = choose_notebook(notebooks, assignment_id)
+    refused = [_link_reason(git, folder, tree, path, commit) for path in links[:3]]
+    if chosen_path is None and refused and not notebooks:
+        submission.reason = "; ".join(refused) + (f" ({later})" if later else "")
+        return
     if chosen_path is None:
         submission.reason = f"{why} in commit {commit[:7]}" + (f" ({later})" if later else "")
         return
+    for problem in refused:
+        submission.note(f"not read: {problem}")
     target = Path(workspace) / "classroom" / submission.student / commit[:12]
     target.mkdir(parents=True, exist_ok=True)
     try:
@@ -152,13 +166,45 @@ def _from_commits(submission, folder, assignment_id, workspace, due, git):
     _renamed(submission, chosen_path, assignment_id)
 
 
+# git's modes (git ls-tree): a notebook is a regular file; a link is an object holding its target's name
+REGULAR_FILE_MODES = ("100644", "100755")
+LINK_MODE = "120000"
+
+
+def _tree(git, folder, commit):
+    """{path: (mode, object id)} of the commit's notebooks (names ending .ipynb outside hidden folders),
+    read with -z, so that no name is quoted or split."""
+    tree = {}
+    for entry in _git(git, folder, "ls-tree", "-r", "-z", commit).split("\0"):
+        meta, _, name = entry.partition("\t")
+        fields = meta.split()
+        path = PurePosixPath(name)
+        if len(fields) == 3 and name.endswith(".ipynb") and not any(p.startswith(".") for p in path.parts):
+            tree[path] = (fields[0], fields[2])
+    return tree
+
+
+def _link_reason(git, folder, tree, path, commit):
+    """Why a committed link is not read, naming where it points (its blob holds the target's name,
+    read as data, never followed)."""
+    try:
+        target = _git(git, folder, "cat-file", "blob", tree[path][1], text=False).decode(errors="replace")
+    except (RuntimeError, subprocess.TimeoutExpired):
+        target = "/"                               # unreadable: said to point outside
+    return committed_link_reason(path.as_posix(), target, commit)
+
+
 def _from_files(submission, folder, assignment_id):
-    notebooks = [PurePosixPath(p.relative_to(folder).as_posix()) for p in folder.rglob("*.ipynb") if p.is_file()]
-    notebooks = [n for n in notebooks if not any(p.startswith(".") for p in n.parts)]
+    found = [p for p in folder.rglob("*.ipynb") if p.is_file() or p.is_symlink()]
+    found = [p for p in found if not any(part.startswith(".") for part in p.relative_to(folder).parts)]
+    refused = [why for why in (link_reason(p, folder) for p in found) if why]
+    notebooks = [PurePosixPath(p.relative_to(folder).as_posix()) for p in found if link_reason(p, folder) is None]
     chosen, why = choose_notebook(notebooks, assignment_id)
     if chosen is None:
-        submission.reason = why
+        submission.reason = "; ".join(refused[:3]) if refused and not notebooks else why
         return
+    for problem in refused:
+        submission.note(f"not read: {problem}")
     submission.path = folder.joinpath(*chosen.parts)
     if len(chosen.parts) > 1:
         submission.note(f"notebook found in {chosen.parent}/: {chosen.name}")

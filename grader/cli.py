@@ -75,8 +75,8 @@ def cmd_autograde(course, args):
                           engine="dask" if args.dask else "threads",
                           scheduler=args.scheduler, workers=args.workers, cell_timeout=args.cell_timeout,
                           total_timeout=args.total_timeout, lms=args.lms, pattern=args.pattern,
-                          times=args.times, worksheet=args.worksheet, lms_timezone=args.lms_timezone,
-                          groups=args.groups,
+                          times=tuple(args.times) if args.times else None, worksheet=args.worksheet,
+                          lms_timezone=args.lms_timezone, groups=args.groups,
                           due=parse_time(args.due) if args.due else None,
                           late_penalty=penalty_config(args.late_penalty) if args.late_penalty else None,
                           student=args.student,
@@ -100,7 +100,10 @@ def cmd_autograde(course, args):
 def cmd_feedback(course, args):
     from .feedback import FeedbackError, feedback_zip, generate_feedback
     [aid] = _ids(course, [args.id])
-    pages = generate_feedback(course, aid)
+    skipped = []
+    pages = generate_feedback(course, aid, skipped)
+    for line in skipped:
+        print(line, file=sys.stderr)
     print(f"{len(pages)} feedback pages in {course.grading_dir / 'feedback'}")
     if args.zip:
         output = args.output or str(course.grading_dir / f"{aid}-feedback-{args.zip}.zip")
@@ -202,6 +205,21 @@ def cmd_report(course, args):
         raise SystemExit(f"report: {error}")
 
 
+def cmd_similarity(course, args):
+    from .similarity import check_similarity
+    [aid] = _ids(course, [args.id])
+    try:
+        chosen = {"threshold": args.threshold, "min_tokens": args.min_tokens}
+        result = check_similarity(course, aid, **{name: value for name, value in chosen.items() if value is not None})
+    except FileNotFoundError as error:
+        raise SystemExit(f"similarity: {error}")
+    print(f"{aid}: {len(result.works)} submissions compared ({len(result.pairs)} pairs) in {result.seconds:.1f} s; "
+          f"{len(result.flagged)} pairs at {result.threshold:g}% or more (evidence to read, never a verdict)")
+    for who, why in result.not_compared:
+        print(f"not compared: {who}: {why}")
+    print(f"report: {result.html_path}\nCSV: {result.csv_path}")
+
+
 def cmd_publish(course, args):
     from .publish import publish
     return publish(course, Path(args.dest), force=args.force, assignments=args.ids or None)
@@ -259,6 +277,8 @@ READS_WRITES = {
                   "gradebook (extension, penalty) and FOLDER/outcomes/<id>.json"),
     "excuse": ("the roster (or the gradebook's students)", "FOLDER/term.json (and removes a 'missing' outcome)"),
     "report": ("FOLDER/outcomes/<id>.json and assignments/<id>/", "FOLDER/reports/<id>.html"),
+    "similarity": ("FOLDER/outcomes/<id>.json, FOLDER/autograded/<student>/<id>/, assignments/<id>/ (and a lab's "
+                   "solutions/<id>/)", "FOLDER/similarity/<id>.html and FOLDER/similarity/<id>.csv"),
     "publish": ("lectures/, assignments/<id>/, docs/student-readme.md, docs/syllabus.md, docs/img/, "
                 "requirements-student.txt", "DEST: a fresh tree and a commit (its .git and history kept)"),
     "demo": ("solutions/, assignments/, mutants/", "out/demo/ only (never course/ or assignments/)"),
@@ -317,11 +337,14 @@ def build_parser():
                    "with named groups `student` and optionally `timestamp` (overrides --lms)")
     p.add_argument("--due", default=None, help="the due date, stored in the gradebook: '2026-10-01 23:59' "
                    "(this machine's time zone) or with an offset")
-    p.add_argument("--times", default=None, metavar="FILE", help="when each student submitted: Canvas's "
-                   "submissions API saved as JSON, or a CSV `student,submitted_at` (the download's own file "
-                   "times are never used; without a time a submission is 'time unknown', never late)")
-    p.add_argument("--worksheet", default=None, metavar="FILE", help="Moodle's grading worksheet (CSV): each "
-                   "participant's submission time, name and e-mail (needed under blind marking)")
+    p.add_argument("--times", default=None, action="append", metavar="FILE", help="when each student submitted: "
+                   "Canvas's submissions API saved as JSON (one --times per page of it), or a CSV "
+                   "`student,submitted_at` (the download's own file times are never used; without a time a "
+                   "submission is 'time unknown', never late; a file that covers part of the download is "
+                   "warned about)")
+    p.add_argument("--worksheet", default=None, metavar="FILE", help="Moodle's grading worksheet (CSV, in "
+                   "English, German, French or Spanish): each participant's submission time, name, e-mail, "
+                   "extension and team (needed under blind marking and for team submissions)")
     p.add_argument("--groups", default=None, metavar="FILE", help="who is in each group, for a group assignment "
                    "(one file per group, graded for every member): a CSV `group,student`, Canvas's group set "
                    "export or Moodle's participants download with its Groups column")
@@ -398,6 +421,16 @@ def build_parser():
     p.add_argument("id")
     _grading_folder(p)
     p.set_defaults(run=cmd_report)
+    p = verbs.add_parser("similarity", help="how alike the graded submissions' code is, pair by pair (given code "
+                                            "left out): an HTML report of the pairs above a threshold, side by side, "
+                                            "and a CSV; evidence to read, never a verdict")
+    p.add_argument("id")
+    p.add_argument("--threshold", type=float, default=None, metavar="PERCENT", help="flag a pair when this share "
+                   "of either side's own code matches the other (default 50)")
+    p.add_argument("--min-tokens", type=int, default=None, help="and the matching code holds at least this many "
+                   "tokens (default 100, about four lines)")
+    _grading_folder(p)
+    p.set_defaults(run=cmd_similarity)
     p = verbs.add_parser("publish", help="write the student-facing course (no answer key) as a repository in DEST")
     p.add_argument("dest")
     p.add_argument("--force", action="store_true", help="replace DEST if it exists")

@@ -155,6 +155,9 @@ class Course:
             "nbgrader.preprocessors.ClearHiddenTests",
             "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
         ]
+        # and shows what a student wrote (Markdown, outputs) without running any of it
+        from .feedback_html import FeedbackExporter
+        c.GenerateFeedback.exporter_class = FeedbackExporter
         # one grading path: nbgrader's own autograde (its CLI, the Formgrader's button) runs this
         # course's sandboxed pipeline, never nbgrader's unsandboxed one (grader/nbgrader_autograde.py)
         from .nbgrader_autograde import route_autograde

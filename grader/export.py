@@ -1,9 +1,7 @@
 """`export`: the grades as CSV, for a spreadsheet or an LMS gradebook import.
 
     long    one row per student and assignment: status, total (after the late penalty), raw total,
-            max, submission time, late, penalty, provisional, review (cells whose verdicts disagree:
-            the check passed in the student's notebook, not against the reference), then the points
-            of every graded cell
+            max, submission time, late, penalty, provisional, then the points of every graded cell
     wide    one row per student (the roster's, when one was imported): `student`, one column per
             assignment holding its total, then `late`, `missing` and `provisional`, each naming the
             assignments concerned
@@ -18,14 +16,15 @@ Totals are after the late-submission penalty, computed here on the whole total (
 points graded after autograde included) with the assignment's rule and each student's extension
 (grader/term.py). A total is provisional while the submission has written answers (or an
 ungradable notebook) waiting for a manual grade. A missing submission is an empty cell, never a 0
-that looks earned; an excused one is "EX" (Canvas's mark for excused), left out of Moodle's file."""
-import csv
+that looks earned; an excused one is "EX" (Canvas's mark for excused), left out of Moodle's file.
+No cell is ever a formula a spreadsheet would run (grader/csv_cells.py)."""
 import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import compat, term
+from .csv_cells import is_formula, write_csv
 from .stages.late import assignment_penalty, penalty_points
 from .submission import Status
 
@@ -46,7 +45,6 @@ class Entry:
     seconds_late: float = 0.0
     penalty: float = 0.0
     provisional: bool = False
-    review: list = field(default_factory=list)
     cells: dict = field(default_factory=dict)
 
     @property
@@ -81,8 +79,7 @@ def gather(course, assignment_ids=None):
                               max_score=assignment.max_score, penalty=penalty, seconds_late=seconds,
                               submitted_at=submission.timestamp.isoformat() + "Z" if submission.timestamp else "",
                               late=seconds > 0 or bool(outcomes.get((assignment.name, sid), {}).get("late")),
-                              provisional=bool(submission.needs_manual_grade),
-                              review=outcomes.get((assignment.name, sid), {}).get("review") or [])
+                              provisional=bool(submission.needs_manual_grade))
                 for nb in submission.notebooks:
                     for grade in nb.grades:
                         entry.cells[grade.name] = grade.score
@@ -102,7 +99,7 @@ def gather(course, assignment_ids=None):
 
 def _saved_outcomes(course):
     """{(assignment, student): outcome} kept by autograde: the late flag an LMS gave where no time
-    says more (Canvas's _LATE_), and the cells to review."""
+    says more (Canvas's _LATE_)."""
     return {(path.stem, student): outcome
             for path in sorted((course.grading_dir / "outcomes").glob("*.json"))
             for student, outcome in json.loads(path.read_text()).items()}
@@ -117,7 +114,7 @@ def rows_long(people, names, entries):
     for entry in entries.values():
         cells += [c for c in entry.cells if c not in cells]
     header = ["student", "assignment", "status", "total", "raw_total", "max", "submitted_at", "late",
-              "seconds_late", "penalty", "provisional", "review"] + cells
+              "seconds_late", "penalty", "provisional"] + cells
     rows = []
     for person in people:
         for name in names:
@@ -125,7 +122,7 @@ def rows_long(people, names, entries):
             rows.append([e.student, e.assignment, e.status, _number(e.total), _number(e.raw_total),
                          _number(e.max_score), e.submitted_at, "yes" if e.late else "",
                          _number(e.seconds_late) if e.late else "", _number(e.penalty) if e.penalty else "",
-                         "yes" if e.provisional else "", " ".join(e.review)] + [_number(e.cells.get(c)) for c in cells])
+                         "yes" if e.provisional else ""] + [_number(e.cells.get(c)) for c in cells])
     return header, rows
 
 
@@ -155,10 +152,12 @@ def rows_canvas(people, names, entries):
 def rows_moodle(people, names, entries):
     """Moodle's grade import clears a grade for an empty cell and stops at a row it cannot match
     (grade/import/csv/classes/load_data.php): one assignment, and only the rows that have both an
-    e-mail address and a grade."""
+    e-mail address and a grade. An address a spreadsheet would read as a formula is left out too:
+    written with the quote that disarms it, it would match nobody (grader/csv_cells.py)."""
     header = ["First name", "Last name", "Email address"] + names
     rows = [[p.first_name, p.last_name, p.email] + [_number(entries[(p.id, n)].total) for n in names]
-            for p in people if p.email and all(entries[(p.id, n)].total is not None for n in names)]
+            for p in people if p.email and not is_formula(p.email)
+            and all(entries[(p.id, n)].total is not None for n in names)]
     return header, rows
 
 
@@ -169,11 +168,16 @@ def _moodle_left_out(people, names, entries):
     if no_email:
         notes.append(f"left out, no e-mail address (Moodle matches rows by it; import a roster with email): "
                      f"{', '.join(no_email)}")
-    excused = [p.id for p in people if p.email and any(entries[(p.id, n)].status == Status.EXCUSED for n in names)]
+    formula = [p.id for p in people if is_formula(p.email)]
+    if formula:
+        notes.append(f"left out, an e-mail address a spreadsheet would run as a formula (written safely it would "
+                     f"match nobody in Moodle; enter the grade there by hand): {', '.join(formula)}")
+    excused = [p.id for p in people if p.email and p.id not in formula
+               and any(entries[(p.id, n)].status == Status.EXCUSED for n in names)]
     if excused:
         notes.append(f"left out, excused (Moodle's import has no mark for it; excuse them in Moodle): "
                      f"{', '.join(excused)}")
-    no_grade = [p.id for p in people if p.email and p.id not in excused
+    no_grade = [p.id for p in people if p.email and p.id not in excused and p.id not in formula
                 and any(entries[(p.id, n)].total is None for n in names)]
     if no_grade:
         notes.append(f"left out, no grade to send (an empty cell would clear the grade in Moodle): "
@@ -204,16 +208,15 @@ def export(course, path, fmt="long", assignment_ids=None, template=None, maps=No
         lacking = [p.id for p in people if not p.lms_user_id]
         notes.append(f"{len(lacking)} student(s) without an lms_user_id ({', '.join(lacking[:5])}...): Canvas "
                      "matches them by SIS Login ID only; import a roster with lms_user_id")
-    provisional = sorted({f"{e.student}/{e.assignment}" for e in entries.values() if e.provisional})
+    listed = {p.id for p in people}      # a dropped student's grades stay in the gradebook, out of every export
+    provisional = sorted({f"{e.student}/{e.assignment}" for e in entries.values() if e.provisional
+                          and e.student in listed})
     if provisional:
         notes.append(f"{len(provisional)} total(s) are provisional (written answers or ungraded notebooks "
                      f"wait for a manual grade): {', '.join(provisional[:8])}{' ...' if len(provisional) > 8 else ''}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)
+    write_csv(path, header, rows)
     return path, len(rows), notes
 
 

@@ -2,6 +2,7 @@
 course.py) to strip hidden test regions, so a student sees each failed check's message and the
 visible tests, never the hidden test source. The grades as CSV: export.py."""
 import re
+import sys
 import warnings
 from pathlib import Path
 
@@ -13,18 +14,62 @@ class FeedbackError(RuntimeError):
     pass
 
 
-def generate_feedback(course, assignment_id):
-    """One HTML page per graded student in <grading folder>/feedback; returns their paths."""
+def generate_feedback(course, assignment_id, skipped=None):
+    """One HTML page per graded student in <grading folder>/feedback; returns their paths. A notebook
+    nbgrader cannot make a page of (a student's text holding the hidden-test marker, ...) is left
+    out, and everyone else's page is written: one line per student left out, naming them and why,
+    goes into `skipped` (a list), else to stderr. FeedbackError only when no student's failure
+    explains what went wrong."""
     api = course.nbgrader_api()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = api.generate_feedback(assignment_id, force=True)
     if not result.get("success"):
-        raise FeedbackError(result.get("error") or result.get("log"))
+        failed = _failed_students(result.get("log") or "", assignment_id)
+        if not failed:
+            raise FeedbackError(result.get("error") or result.get("log"))
+        lines = [f"feedback not written for {student}: {why}" for student, why in failed.items()]
+        if skipped is None:
+            print("\n".join(lines), file=sys.stderr)
+        else:
+            skipped += lines
     pages = sorted((course.grading_dir / "feedback").glob(f"*/{assignment_id}/*.html"))
     if labs.is_lab(course, assignment_id):
         add_lab_sections(course, assignment_id, pages)
     return pages
+
+
+# what nbgrader logs for each notebook it could not convert (nbgrader/converters/base.py)
+_FAILED_AT = re.compile(r"There was an error processing assignment: (?P<path>[^\n]+)\n(?P<trace>.*?)(?=\n\[|\Z)",
+                        re.DOTALL)
+_FAILED_STUDENT = re.compile(r"There was an error processing assignment '(?P<aid>[^'\n]*)' for student "
+                             r"'(?P<student>[^'\n]*)'")
+# nbgrader's ClearHiddenTests, in words for the instructor
+_PLAIN = {
+    "Encountered nested begin hidden tests statements":
+        "a cell of their notebook holds the hidden-test marker 'BEGIN HIDDEN TESTS' twice",
+    "No end hidden tests statement found":
+        "a cell of their notebook holds 'BEGIN HIDDEN TESTS' without 'END HIDDEN TESTS'",
+    "Hidden test region detected in a non-grade cell":
+        "a cell of theirs that is no test holds a hidden-test region ('BEGIN HIDDEN TESTS')",
+}
+
+
+def _failed_students(log, assignment_id):
+    """{student: why} for each notebook nbgrader's log says it could not convert."""
+    reasons = {}
+    for match in _FAILED_AT.finditer(log):
+        student = Path(match["path"].strip()).parent.name       # <autograded>/<student>/<assignment id>
+        lines = [line.strip() for line in match["trace"].splitlines() if line.strip()]
+        error = lines[-1] if lines else "an error nbgrader did not explain"
+        message = error.split(": ", 1)[-1]
+        reasons[student] = next((f"{plain} (nbgrader: {message})" for text, plain in _PLAIN.items() if text in message),
+                                error)
+    failed = {}
+    for match in _FAILED_STUDENT.finditer(log):
+        if match["aid"] == assignment_id:
+            failed[match["student"]] = reasons.get(match["student"], "nbgrader could not make its page (see its log)")
+    return failed
 
 
 def add_lab_sections(course, assignment_id, pages):
@@ -81,10 +126,13 @@ ZIP_FORMATS = ("canvas", "moodle")
 def feedback_zip(course, assignment_id, lms, output):
     """Every graded student's feedback page in a zip the LMS's bulk upload reads: Canvas's
     "Re-Upload Submissions" takes the first two all-digit `_` parts of a name as the user id and the
-    id of a file in their submission (canvas-lms Assignment#infer_comment_context_from_filename);
+    id of a file in their submission (canvas-lms Assignment#infer_comment_context_from_filename), so
+    an anonymous submission's page carries the user id its records paired with the anonymous id;
     Moodle's "Upload multiple feedback files in a zip" reads <name>_<participant id>_<plugin
-    type>_<plugin name>_... (mod/assign/feedback/file/importziplib.php). Returns (path, pages
-    written, notes on who was left out and why). Run `feedback` first: the pages come from there."""
+    type>_<plugin name>_... and gives the file to that one participant
+    (mod/assign/feedback/file/importziplib.php), so a team member's page carries their own
+    participant number, never the team folder's group id. Returns (path, pages written, notes on
+    who was left out and why). Run `feedback` first: the pages come from there."""
     import zipfile
 
     from .lms import _CANVAS, _MOODLE
@@ -101,12 +149,19 @@ def feedback_zip(course, assignment_id, lms, output):
             continue
         pattern = _CANVAS if lms == "canvas" else _MOODLE
         match = pattern.fullmatch(outcome.get("lms_name", ""))
-        if match is None or match["uid"].startswith("anon_"):
+        uid = outcome.get("lms_user_id") or (match["uid"] if match else "")
+        if lms == "moodle" and outcome.get("group") and not (match and outcome.get("lms_records_read")):
+            skipped.append(f"{student} (team {outcome['group']}: Moodle gives a file to the participant its name "
+                           "carries, and no row of the grading worksheet gave theirs; grade with --worksheet)")
+            continue
+        if match is None or uid.startswith("anon_"):
             skipped.append(f"{student} (the download's name {outcome.get('lms_name')!r} does not say whom "
-                           f"{lms} should give it to)")
+                           f"{lms} should give it to" + (": give --times the submissions JSON of an account with "
+                                                         "administrator access, which pairs anonymous ids with users"
+                                                         if uid.startswith("anon_") else "") + ")")
             continue
         if lms == "canvas":
-            name = f"{match['name'] or 'student'}_{match['uid']}_{match['sid']}_{assignment_id}-feedback.html"
+            name = f"{match['name'] or 'student'}_{uid}_{match['sid']}_{assignment_id}-feedback.html"
         else:
             name = f"{match['name']}_{match['uid']}_assignsubmission_file_{assignment_id}-feedback.html"
         written[name] = page

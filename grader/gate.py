@@ -1,5 +1,6 @@
 """`check [ID...]`: the quality gate. For each assignment:
-  (a) the solution scores full marks (in-process, judged like a submission);
+  (a) the solution scores full marks (its answers from the kernel code alone, in-process, judged like
+      a submission's);
   (b) the release executes in a real kernel through the real pipeline without breaking the
       grader and scores zero on every auto-graded cell;
   (c) assignments/<id> is exactly what `release` would write now, and provided cells match
@@ -9,7 +10,9 @@
       five different random-number-generator perturbations: a correct student never loses a
       point for writing it differently, or for drawing random numbers differently. An alternative
       that declares `loses=` (a contract of its own cell, such as a5's float64 precision, that its
-      style does not keep) must lose exactly those cells.
+      style does not keep) must lose exactly those cells;
+  (f) no mutant regains a point by forging its own answers without knowing the expected values
+      (every yes/no answer yes, every exception and error gone: `forged`).
 With `device="cuda"`, (a), (d) and (e) run with tensors created on that device by default.
 """
 import io
@@ -69,7 +72,7 @@ def check_assignment(course, assignment_id, run_release=True, progress=True, dev
     full = sum(points.values())
 
     trace = solution_trace(course, assignment_id, device)
-    report.results.append(_check_solution(trace, full, "(a) solution scores full marks"))
+    report.results.append(_check_solution(trace, source, full, "(a) solution scores full marks", device))
 
     if run_release and device is None:
         report.results.append(_check_release_scores_zero(course, assignment_id, full))
@@ -82,12 +85,14 @@ def check_assignment(course, assignment_id, run_release=True, progress=True, dev
     return report
 
 
-def _check_solution(trace, full, name):
-    """(a): the reference's own run, judged as a submission is, loses nothing and raises nowhere."""
-    solution_records = {gid: {**rec, "observations": [dict(o) for o in rec["observations"]]}
-                        for gid, rec in trace.records.items()}
-    failed = [f"{v.grade_id}: {v.message}" for v in judge_notebook(trace, solution_records) if not v.passed]
-    errors = [f"cell {i}: {e['type']}: {e['message']}" for i, e in trace.errors]
+def _check_solution(trace, source, full, name, device=None):
+    """(a): the reference's answers, computed by the kernel code alone (no expected value beside
+    them) and judged as a submission's are, lose nothing; and its trace raised nowhere."""
+    records, run_errors = run_in_process(source, device=device, split=trace.split)
+    failed = [f"{v.grade_id}: {v.message}" for v in judge_notebook(trace, records) if not v.passed]
+    failed += [f"{gid}: the trusted test code raised {rec['error']['type']}: {rec['error']['message']}"
+               for gid, rec in trace.records.items() if rec.get("error")]
+    errors = [f"cell {i}: {e['type']}: {e['message']}" for i, e in list(trace.errors) + list(run_errors)]
     return CheckResult(name, not failed and not errors,
                        f"{full:g}/{full:g}" if not failed and not errors else "; ".join(failed + errors)[:500])
 
@@ -144,9 +149,24 @@ def _isolated_runs(course, assignment_id, replacements, seeds, device):
     return buffer.getvalue()
 
 
+def forged(records):
+    """What a submission's kernel could report instead of its answers without knowing any expected
+    value (grader/split.py): every yes/no answer yes, every exception a yes, every error of a cell
+    gone. A test that observes a quantity, not a verdict made from it, gives such a forger nothing."""
+    result = {}
+    for gid, record in records.items():
+        answers = []
+        for observation in record.get("observations", []):
+            if observation.get("value") is False or "raised" in observation:
+                observation = {"site": observation.get("site"), "value": True}
+            answers.append(observation)
+        result[gid] = {**record, "observations": answers, "error": None}
+    return result
+
+
 def _check_mutants(course, assignment_id, source, trace, points, device, progress, report):
     catalogue = load_catalogue(course, assignment_id)
-    survivors = []
+    survivors, forgeries = [], []
     jobs = [([(mutant.replaces, mutant.source)], ()) for mutant in catalogue]
     for mutant, [(records, _)] in zip(catalogue, _runs(course, assignment_id, source, jobs, device,
                                                          f"mutants {assignment_id}", progress)):
@@ -157,11 +177,18 @@ def _check_mutants(course, assignment_id, source, trace, points, device, progres
         report.mutants.append((mutant.name, mutant.bug, lost, failed_cells, ok))
         if not ok:
             survivors.append(mutant.name + (f" (not caught by {', '.join(missed)})" if missed else " survived"))
+        regained = [v.grade_id for v in judge_notebook(trace, forged(records))
+                    if v.passed and v.grade_id in failed_cells]
+        if regained:
+            forgeries.append(f"{mutant.name} regains {', '.join(regained)}")
     enough = len(catalogue) >= MIN_MUTANTS
     report.results.append(CheckResult(
         f"(d) every mutant loses points ({len(catalogue)} mutants)", not survivors and enough,
         "; ".join(survivors) if survivors else ("all caught" if enough else f"only {len(catalogue)} mutants, "
                                                  f"the catalogue needs at least {MIN_MUTANTS}")))
+    report.results.append(CheckResult(
+        "(f) no mutant regains a point by forging its answers (every no a yes, every error gone)", not forgeries,
+        "; ".join(forgeries) or "none regains any"))
 
 
 def _check_alternatives(course, assignment_id, source, trace, points, device, progress, report,
@@ -257,7 +284,8 @@ def check_lab(course, lab_id, run_release=True, progress=True, device=None):
         report.seconds = time.time() - started
         return report
     trace = solution_trace(course, lab_id, device)
-    report.results.append(_check_solution(trace, full, "(a) the fixed code (the reference) scores full marks"))
+    report.results.append(_check_solution(trace, source, full, "(a) the fixed code (the reference) scores full marks",
+                                          device))
     bug_result, lost_together = _check_lab_bugs(course, lab_id, source, trace, points, bugs, device, progress, report)
     if run_release and device is None:
         report.results.append(_check_lab_release(course, lab_id, points, lost_together))

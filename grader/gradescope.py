@@ -183,12 +183,18 @@ def build_zip(course, assignment_id, output, hidden_visibility="after_published"
 # ---- grading one submission, inside the autograder ----
 
 def find_notebook(folder, assignment_id):
-    """(the notebook to grade, None) or (None, why there is none): <ID>.ipynb where there are several."""
+    """(the notebook to grade, None) or (None, why there is none): <ID>.ipynb where there are several.
+    A notebook that is a link, or lies in a linked folder, is never read (grader/safe_files.py)."""
+    from .safe_files import link_reason
     folder = Path(folder)
-    files = sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
-    notebooks = [p for p in files if p.suffix == ".ipynb" and ".ipynb_checkpoints" not in p.parts
-                 and not any(part.startswith("__MACOSX") for part in p.parts)]
+    files = sorted(p for p in folder.rglob("*") if p.is_file() or p.is_symlink()) if folder.is_dir() else []
+    candidates = [p for p in files if p.suffix == ".ipynb" and ".ipynb_checkpoints" not in p.parts
+                  and not any(part.startswith("__MACOSX") for part in p.parts)]
+    refused = [why for why in (link_reason(p, folder) for p in candidates) if why]
+    notebooks = [p for p in candidates if link_reason(p, folder) is None]
     expected = f"{assignment_id}.ipynb"
+    if not notebooks and refused:
+        return None, f"Your notebook could not be graded: {'; '.join(refused[:3])}."
     if not notebooks:
         found = ", ".join(p.relative_to(folder).as_posix() for p in files[:10]) or "no files at all"
         return None, (f"No notebook in your submission: expected {expected} (the assignment's notebook, saved "

@@ -15,14 +15,19 @@ submissions put it in the folder <Group name>_<group id>_assignsubmission_file
     moodle     Moodle's participants download with its Groups column (First name, Last name, the
                identity fields, Groups: the names of the student's groups, ", " between them)
 
+Without FILE, a Moodle grading worksheet of team submissions (--worksheet) names every participant's
+team in its Group column (mod/assign/gradingtable.php, col_team): the teams are read from it.
+
 A file of the download is a group's when its name is the group's name (compared as letters and
 digits, lowercased: Canvas's "team7" is the group "Team 7"). Every member becomes a submission of
-their own whose notebook is the group's, noted "group <name>"."""
+their own whose notebook is the group's, noted "group <name>". A Moodle team's folder carries the
+group's id, which is no participant's: a member's feedback is named by their own participant
+number, from the worksheet (stages/identify.py), never by the folder's."""
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .lms import DEFAULT_TEAM, SAFE_ID
+from .lms import DEFAULT_TEAM, SAFE_ID, default_team
 from .lms_records import csv_rows, read_text
 from .submission import Status, Submission
 
@@ -147,6 +152,24 @@ def _moodle(header, rows):
     return entries
 
 
+def worksheet_groups(worksheet, path):
+    """The teams of a Moodle worksheet of team submissions (its rows' Group column; the default
+    team's name read in any language), or None when it has no such column (no team submissions) or
+    names nobody (blind marking: reveal the identities, or give --groups)."""
+    rows = [row for row in worksheet.values() if row.group and (row.name or row.email)]
+    if not rows:
+        return None
+    groups = {}
+    for row in rows:
+        name = default_team(row.group)
+        email = row.email.strip()
+        default = f"{_slug(row.name)}_{row.key}" if row.name else f"participant_{row.key}"   # as identify's default_id
+        member = Member(row.name or f"Participant {row.key}", (email,) if email else (), name=row.name,
+                        names=(_slug(row.name),) if row.name else (), default_id=SAFE_ID.sub("_", default))
+        groups.setdefault(_slug(name), Group(name)).members.append(member)
+    return Groups(Path(path), "moodle worksheet", groups)
+
+
 def _roster_student(member, roster):
     """The one roster student `member` names (by id, LMS user id, e-mail or its local part, then by
     name), or None."""
@@ -194,7 +217,8 @@ def split_groups(submissions, groups, roster=None):
                                                 "graded (add a row per member)"))
             continue
         for member in group.members:
-            student = member.default_id if roster is None else getattr(_roster_student(member, roster), "id", None)
+            found = None if roster is None else _roster_student(member, roster)
+            student = member.default_id if roster is None else getattr(found, "id", None)
             if student is None:
                 not_graded.append(Submission(f"{member.key} (group {group.name})", submission.path,
                                              login=member.key, name=member.name, preset=submission.preset,
@@ -203,8 +227,11 @@ def split_groups(submissions, groups, roster=None):
                                                     "roster: not graded (add them with `python -m grader roster "
                                                     "import`, or correct the groups file)"))
                 continue
+            email = getattr(found, "email", "") or next((key for key in member.keys if "@" in key), "")
+            # a Moodle team's folder number is the group's id: the member's own name comes from the worksheet
+            lms_name = "" if submission.preset == "moodle" else submission.lms_name
             by_group.append(Submission(student, submission.path, login=submission.login, name=member.name or student,
-                                       email=submission.email, lms_name=submission.lms_name, preset=submission.preset,
+                                       email=email, lms_name=lms_name, preset=submission.preset,
                                        submitted_at=submission.submitted_at, lms_late=submission.lms_late,
                                        others=list(submission.others), reason=submission.reason,
                                        notes=[f"group {group.name}"] + list(submission.notes), group=group.name))

@@ -15,10 +15,68 @@ from . import cells
 from .provided import checks_source
 from .runtime.record import TestRecorder, describe_exception
 from .sandbox import GRADED_RUN_ENV
+from .split import CHECK, split_notebook
+
+CHECK_HELPERS = {"close": "check_close", "equal": "check_equal", "between": "check_between", "raises": "check_raises",
+                 "no_forbidden_ops": "check_no_forbidden_calls"}
 
 
-def run_in_process(nb, replacements=(), keep_expected=False, rng_seed=None, device=None):
-    """Execute the code cells in order; test cells go through the recorder.
+class TraceRecorder:
+    """The trusted half of the test cells (grader/split.py): each runs as written on trusted code
+    (the reference solution), its checks routed site by site through the notebook's own check
+    helpers, and what each check expects is recorded: the trace the judge compares answers with."""
+
+    def __init__(self, split):
+        self.split = split
+        self.helpers = {"__name__": "course_checks"}
+        exec(compile(checks_source(), "<course checks>", "exec"), self.helpers)
+        self.test_names = {}
+
+    def run_test(self, grade_id, user_namespace):
+        cell, observations = self.split[grade_id], []
+
+        def check(site, kind, *args, **kwargs):
+            def capture(kind, actual, expected, what, hint, options):
+                plain = self.helpers["plain_value"]
+                observations.append({"site": site, "kind": kind, "hidden": cell.sites[site].hidden, "what": what,
+                                     "hint": hint, "options": dict(options), "expected": plain(expected)})
+            self.helpers["_observe"] = capture
+            self.helpers[CHECK_HELPERS[kind]](*args, **kwargs)
+
+        namespace = dict(user_namespace)
+        namespace.update(self.test_names)
+        namespace[CHECK] = check
+        error = None
+        try:
+            exec(cell.trusted(), namespace)
+        except BaseException as exception:
+            if isinstance(exception, KeyboardInterrupt):
+                raise
+            error = describe_exception(exception)
+        for name, value in namespace.items():
+            if user_namespace.get(name, _MISSING) is not value and not name.startswith("__"):
+                self.test_names[name] = value
+        return {"grade_id": grade_id, "observations": observations, "error": error}
+
+
+_MISSING = object()
+
+
+class _KernelCodeRecorder(TestRecorder):
+    """The kernel's recorder, run here on trusted code: each test cell's kernel code, as a kernel runs it."""
+
+    def __init__(self, split):
+        super().__init__(checks_source())
+        self.split = split
+
+    def run_test(self, grade_id, user_namespace):
+        return super().run_test(grade_id, user_namespace, code=self.split[grade_id].kernel())
+
+
+def run_in_process(nb, replacements=(), keep_expected=False, rng_seed=None, device=None, split=None):
+    """Execute the code cells in order; test cells run their kernel code (the answers, as a kernel
+    records them), or with `keep_expected` their trusted code (what each check expects: the trace).
+    `split`: the test cells' split (grader/split.py; default: made from `nb`).
 
     replacements: (names, source) pairs; after the cell that defines any of `names`, `source`
     is executed too, so the names are rebound (how a mutant replaces a function).
@@ -33,8 +91,10 @@ def run_in_process(nb, replacements=(), keep_expected=False, rng_seed=None, devi
     """
     import torch
 
+    split = split if split is not None else split_notebook(nb)
+    recorder = TraceRecorder(split) if keep_expected else _KernelCodeRecorder(split)
     with _environment(**GRADED_RUN_ENV), (torch.device(device) if device else contextlib.nullcontext()):
-        return _run(nb, replacements, keep_expected, rng_seed)
+        return _run(nb, replacements, recorder, rng_seed)
 
 
 @contextlib.contextmanager
@@ -84,12 +144,11 @@ def _perturb_rng(namespace, names, rng_seed, index):
     torch.manual_seed(1000 * rng_seed + index)
 
 
-def _run(nb, replacements, keep_expected, rng_seed=None):
+def _run(nb, replacements, recorder, rng_seed=None):
     import matplotlib
     import matplotlib.pyplot as plt
 
     matplotlib.use("Agg")   # no windows from trusted notebooks run here
-    recorder = TestRecorder(checks_source(), keep_expected=keep_expected)
     namespace = {"__name__": "__main__"}
     pending = list(replacements)
     records, errors = {}, []
@@ -101,7 +160,8 @@ def _run(nb, replacements, keep_expected, rng_seed=None):
                 continue
             if cells.is_test_cell(cell):
                 gid = cells.grade_id(cell)
-                records[gid] = recorder.run_test(gid, cell.source, namespace)
+                if gid in recorder.split:
+                    records[gid] = recorder.run_test(gid, namespace)
                 continue
             filename = f"<cell {index}>"
             linecache.cache[filename] = (len(cell.source), None, cell.source.splitlines(True), filename)

@@ -61,7 +61,8 @@ class Found:
     relative: PurePosixPath | None = None       # where it was in the download
     receipt: bool = False                       # the LMS's own note about the attempt, not a submission
     inside: str = ""                            # where in the student's upload it was: a subfolder or a zip
-    problem: str = ""                           # why a student's zip gave no notebook
+    problem: str = ""                           # why it is not read: a link (grader/safe_files.py), a file
+                                                # too large to unpack, a student's zip that gave no notebook
 
     @property
     def attempt_key(self):
@@ -112,9 +113,18 @@ def parse_time(text, zone=None):
 _CANVAS = re.compile(r"(?:(?P<name>[^/]+?)_)??(?P<late>late_)?(?P<uid>\d+|anon_[A-Za-z0-9]+)_(?P<sid>\d+)_"
                      r"(?P<orig>.+?)(?:-(?P<rev>\d+))?(?P<ext>\.[A-Za-z0-9]+)?", re.IGNORECASE)
 _MOODLE = re.compile(r"(?P<name>.+?)_(?P<uid>\d+)_assignsubmission_(?:file|onlinetext)_?(?P<orig>.*)")
-# team submissions of students in no group: mod_assign's string 'defaultteam', with no group id
+# team submissions of students in no group: mod_assign's string 'defaultteam', with no group id, in
+# the downloading user's language (mod/assign/lang/{en,de,fr,es}/assign.php); read as DEFAULT_TEAM
 DEFAULT_TEAM = "Default group"
-_MOODLE_DEFAULT_TEAM = re.compile(r"Default group_assignsubmission_(?:file|onlinetext)_?")
+DEFAULT_TEAM_NAMES = (DEFAULT_TEAM, "Standard-Gruppe", "Groupe par défaut", "Grupo por defecto")
+_MOODLE_DEFAULT_TEAM = re.compile("(?:" + "|".join(map(re.escape, DEFAULT_TEAM_NAMES))
+                                  + r")_assignsubmission_(?:file|onlinetext)_?", re.IGNORECASE)
+
+
+def default_team(name):
+    """DEFAULT_TEAM for Moodle's name of the team of students in no group, in any language read; else
+    `name` as it is."""
+    return DEFAULT_TEAM if name.strip().lower() in (n.lower() for n in DEFAULT_TEAM_NAMES) else name
 _BLACKBOARD = re.compile(r"(?P<assignment>.+)_(?P<user>[^_]+)_attempt_"
                          r"(?P<time>\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d)(?:_(?P<orig>.+))?")
 _EXCHANGE = re.compile(r"(?P<student>[^+]+)\+(?P<assignment>[^+]+)\+(?P<time>[^+]+)(?:\+.*)?")
@@ -161,12 +171,12 @@ def nbgrader(relative, path, assignment_id, zone=None):
         if match["assignment"] != assignment_id:
             return None
         student, stamp_file = match["student"], path.parent / "timestamp.txt"
-        if not stamp_file.exists():
+        if not _plain_file(stamp_file):
             return Found(path, login=student, name=student, submitted_at=_try_time(match["time"]),
                          preset="nbgrader")
     else:
         return None
-    when = _try_time(stamp_file.read_text()) if stamp_file.exists() else None
+    when = _try_time(stamp_file.read_text()) if _plain_file(stamp_file) else None
     return Found(path, login=student, name=student, submitted_at=when, preset="nbgrader")
 
 
@@ -209,6 +219,11 @@ def from_pattern(regex):
 PRESETS = {"canvas": canvas, "moodle": moodle, "blackboard": blackboard, "nbgrader": nbgrader, "folder": folder}
 
 
+def _plain_file(path):
+    """A file that is no link (a link is never read: grader/safe_files.py)."""
+    return path.is_file() and not path.is_symlink()
+
+
 def _try_time(text):
     try:
         return parse_time(text)
@@ -244,11 +259,14 @@ def read_names(files, assignment_id, lms="auto", pattern=None, zone=None):
 
 def relative_files(top):
     """Every file under `top` a student could have submitted, as (relative path, path); hidden
-    files, macOS resource forks, nbgrader's timestamp and secret files and checkpoints are left out."""
+    files, macOS resource forks, nbgrader's timestamp and secret files and checkpoints are left out.
+    Links (to a file or a folder, or to nothing) are listed too, never followed, so that whoever
+    sent one is told it was not read (grader/safe_files.py)."""
     result = []
     for path in sorted(Path(top).rglob("*")):
         relative = PurePosixPath(path.relative_to(top).as_posix())
-        if not path.is_file() or any(p.startswith(".") or p == "__MACOSX" for p in relative.parts):
+        if not (path.is_file() or path.is_symlink()) or any(p.startswith(".") or p == "__MACOSX"
+                                                             for p in relative.parts):
             continue
         if path.name in NBGRADER_KEYS or ".ipynb_checkpoints" in relative.parts:
             continue

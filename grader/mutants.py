@@ -52,6 +52,7 @@ class Alternative:
     how: str      # how it differs from the reference solution
     source: str
     cpu_only: str = ""   # why it keeps full marks only with tensors on the CPU ("" if on any device)
+    definition: str = ""   # its definition as written, named as what it replaces (samples plant it in a submission)
     loses: tuple = ()    # the test cells it loses by design (a contract of their own, such as a precision)
 
 
@@ -141,6 +142,6 @@ def load_catalogue(course, assignment_id):
 
 def load_alternatives(course, assignment_id):
     """The correct alternatives of alternatives/<assignment id>.py."""
-    return [Alternative(name, replaces, how, source, cpu_only, loses)
-            for name, (replaces, how, cpu_only, loses), source, _
+    return [Alternative(name, replaces, how, source, cpu_only, definition, loses)
+            for name, (replaces, how, cpu_only, loses), source, definition
             in _entries(course.alternatives_dir / f"{assignment_id}.py", "__alternative__")]

@@ -93,12 +93,6 @@ def _late(outcome):
     return text + (f", -{outcome['penalty']:g} points" if outcome.get("penalty") else "")
 
 
-def _review(outcome):
-    """The cells whose verdicts disagree, for the instructor to look at first."""
-    review = outcome.get("review") or []
-    return f"<br><b>verdicts disagree: review {html.escape(', '.join(review))}</b>" if review else ""
-
-
 def build_report(course, assignment_id):
     """<grading folder>/reports/<id>.html from the saved outcomes of the last autograde runs."""
     import matplotlib
@@ -121,7 +115,7 @@ def build_report(course, assignment_id):
                    for (test, points), rate in sorted(zip(tests, rates), key=lambda item: -item[1]))
     students = "".join(
         f"<tr><td>{html.escape(o['student'])}</td><td>{o['score']:g} / {max_score:g}</td>"
-        f"<td>{html.escape(', '.join(o['failed']) or '-')}{_review(o)}</td><td>{_late(o)}</td></tr>"
+        f"<td>{html.escape(', '.join(o['failed']) or '-')}</td><td>{_late(o)}</td></tr>"
         if o["status"] == Status.GRADED else
         f"<tr><td>{html.escape(o['student'])}</td><td>{html.escape(o['status'])}</td><td>{html.escape(o['reason'])}</td>"
         f"<td>{_late(o)}</td></tr>"

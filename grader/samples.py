@@ -2,11 +2,19 @@
 the demo and the tests always match the current notebooks: a perfect one, the untouched
 release, and buggy ones (a catalogued mutant in place of the student's code)."""
 
+import ast
+import io
+import random
+import tokenize
+from types import SimpleNamespace
+
 import nbformat
+from pygments import token
+from pygments.lexers import PythonLexer
 
 from . import cells
-from .labs import is_lab, lab_bugs, plant_bugs
-from .mutants import load_catalogue
+from .labs import debugged_assignment, is_lab, lab_bugs, plant_bugs, planted_source
+from .mutants import load_alternatives, load_catalogue
 
 # the buggy students of the demo, by assignment: mutants whose failing cells are exactly `fails`
 DEMO_BUGS = {
@@ -16,7 +24,8 @@ DEMO_BUGS = {
     "a4_kv_cache": ["no_overflow_check", "first_position_logits", "whole_sequence_every_step"],
     "a5_attention_at_scale": ["normaliser_not_rescaled", "query_strips_only", "global_sees_future",
                               "state_not_carried"],
-    "a6_real_models": ["c_attn_kqv_order", "rotary_offset_ignored", "repeat_kv_tiled", "llama_lm_head_copied"],
+    "a6_real_models": ["ffn_width_rounded_to_nearest", "rotary_positions_from_zero", "halves_across_heads",
+                       "meta_k_with_query_heads"],
 }
 LAB_DEMO_MISSES = 2   # a lab's demo students: one per bug left in, for the first bugs
 
@@ -76,3 +85,245 @@ def write_demo_submissions(course, assignment_id, folder):
         nbformat.write(nb, str(folder / f"bug_{name}.ipynb"))
         expectations[f"bug_{name}"] = mutant.bug
     return expectations
+
+
+# ---- submissions for the similarity check (grader/similarity.py): independent work and disguised copies ----
+
+def _definition(source, name):
+    """The text of the top-level definition `name` in `source` (decorators included)."""
+    lines = source.splitlines(keepends=True)
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+            return "".join(lines[start:node.end_lineno])
+    raise KeyError(name)
+
+
+def implementations(course, assignment_id):
+    """{definition: [its implementations]} for each definition written in an answer cell that the
+    catalogue of alternatives covers: None stands for the reference solution's, then each
+    Alternative. A debugging lab's are its bugged definitions with the debugged assignment's
+    alternatives only (the fixed reference is what every student is expected to write)."""
+    if is_lab(course, assignment_id):
+        bugged = {bug.replaces for bug in lab_bugs(course, assignment_id)}
+        found = {name: [] for name in sorted(bugged)}
+        for alt in load_alternatives(course, debugged_assignment(course, assignment_id)):
+            if alt.replaces[0] in found:
+                found[alt.replaces[0]].append(alt)
+        return found
+    found = {name: [None] for cell in cells.read(course.source_notebook(assignment_id)).cells
+             if cells.is_answer_cell(cell) for name in (cells.defined_names(cell.source) or ())}
+    for alt in load_alternatives(course, assignment_id):
+        if alt.replaces[0] in found:
+            found[alt.replaces[0]].append(alt)
+    return found
+
+
+def submission_with(course, assignment_id, chosen):
+    """The perfect submission with some definitions written otherwise: `chosen` maps a name to an
+    Alternative (its definition as the catalogue writes it, with the reference's docstrings, and
+    above the cell's code what it needs of the catalogue's imports and private helpers) or to
+    "stub" (left as the release gives it: unanswered)."""
+    nb = perfect_submission(course, assignment_id)
+    release = release_notebook(course, assignment_id)
+    stubs, given = {}, set()
+    for cell in release.cells:
+        if cells.is_answer_cell(cell):
+            for name in cells.defined_names(cell.source) or ():
+                stubs[name] = _definition(cell.source, name)
+        elif cell.cell_type == "code":
+            given |= _top_level_names(cell.source)
+    catalogue = course.alternatives_dir / f"{_catalogue_of(course, assignment_id)}.py"
+    for cell in nb.cells:
+        if not cells.is_answer_cell(cell):
+            continue
+        here = cells.defined_names(cell.source) or set()
+        replacements = [SimpleNamespace(replaces=name, definition=stubs[name] if how == "stub" else how.definition)
+                        for name, how in chosen.items() if name in here]
+        if replacements:
+            needs = _needs(catalogue, [r.definition for r in replacements if r.definition not in stubs.values()],
+                           given | here)
+            cell.source = "".join(f"{text}\n\n" for text in needs) + planted_source(cell.source, replacements)
+    return nb
+
+
+def _catalogue_of(course, assignment_id):
+    return debugged_assignment(course, assignment_id) if is_lab(course, assignment_id) else assignment_id
+
+
+def _needs(catalogue, definitions, defined):
+    """What `definitions` use of a catalogue's imports and private helpers (and what those helpers
+    use in turn) that `defined` does not hold: the text of each, imports first."""
+    text = catalogue.read_text()
+    provides = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and "grader" not in (getattr(node, "module", "") or ""):
+            for alias in node.names:
+                provides[(alias.asname or alias.name).split(".")[0]] = ast.get_source_segment(text, node)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name.startswith("_"):
+            provides[node.name] = ast.get_source_segment(text, node)
+    needed, todo = [], list(definitions)
+    while todo:
+        used = {n.id for n in ast.walk(ast.parse(todo.pop())) if isinstance(n, ast.Name)}
+        for name in sorted(used - defined):
+            if name in provides and provides[name] not in needed:
+                needed.append(provides[name])
+                todo.append(provides[name])
+    return sorted(needed, key=lambda code: not code.startswith(("import ", "from ")))
+
+
+def independent_submissions(course, assignment_id):
+    """Submissions that share no implementation of any definition: the i-th writes every
+    definition the catalogue covers with its i-th implementation (the reference's first, in an
+    assignment), as many as the definition with the fewest implementations allows. A definition
+    with only the reference is answered by the first submission alone (the others leave its stub),
+    so that nothing in any two of them is the same code by construction."""
+    found = implementations(course, assignment_id)
+    count = min((len(ways) for ways in found.values() if len(ways) > 1), default=1)
+    students = []
+    for index in range(count):
+        chosen = {}
+        for name, ways in found.items():
+            if index >= len(ways):
+                chosen[name] = "stub"
+            elif ways[index] is not None:
+                chosen[name] = ways[index]
+        students.append(submission_with(course, assignment_id, chosen))
+    return students
+
+
+_NEW_NAMES = ("tmp", "val", "res", "buf", "acc", "part", "item", "thing", "data", "arr", "mat", "vec")
+_NEW_COMMENTS = ("my approach", "this part works", "TODO tidy up", "from the lecture notes", "see slides",
+                 "careful with shapes here", "checked by hand")
+
+
+def disguised_copy(course, assignment_id, nb, seed=0):
+    """A copy of the notebook `nb` as a plagiarist disguises it, in every answer cell: local
+    variables renamed (one new name each, throughout the notebook), each run of definitions and of
+    a class's methods in reverse order, every comment replaced and new comment lines put in. The
+    code still runs as before: parameters, attributes, keyword arguments and the names the
+    release defines keep their names."""
+    rng = random.Random(seed)
+    copy = nbformat.from_dict(nb)
+    answers = [cell for cell in copy.cells if cells.is_answer_cell(cell)]
+    given = set()
+    for cell in release_notebook(course, assignment_id).cells:
+        if cell.cell_type == "code":
+            given |= _top_level_names(cell.source)
+    locals_, parameters = set(), set()
+    for cell in answers:
+        found_locals, found_parameters = _local_names(cell.source)
+        locals_ |= found_locals
+        parameters |= found_parameters
+    renamed = sorted(locals_ - parameters - given)
+    mapping = {name: f"{rng.choice(_NEW_NAMES)}_{i}" for i, name in enumerate(renamed)}
+    for cell in answers:
+        source = _renamed(cell.source, mapping, rng)
+        source = _reordered(source)
+        cell.source = _commented(source, rng)
+    return copy
+
+
+def _top_level_names(source):
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        else:
+            names |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return names
+
+
+def _local_names(source):
+    """(names assigned inside functions, every function's parameters) of a cell."""
+    assigned, parameters = set(), set()
+    for function in ast.walk(ast.parse(source)):
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            arguments = function.args
+            parameters |= {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+            parameters |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+            assigned |= {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return assigned, parameters
+
+
+def _renamed(source, mapping, rng):
+    """The cell with each name of `mapping` renamed (not after a '.', nor as a keyword argument)
+    and every comment replaced."""
+    tokens = [(kind, text) for _, kind, text in PythonLexer().get_tokens_unprocessed(source)]
+    significant = [i for i, (kind, text) in enumerate(tokens) if kind not in token.Text and kind not in token.Comment]
+    before = {i: (tokens[significant[n - 1]][1] if n else "") for n, i in enumerate(significant)}
+    after = {i: (tokens[significant[n + 1]][1] if n + 1 < len(significant) else "") for n, i in enumerate(significant)}
+    depth, out = 0, []
+    for i, (kind, text) in enumerate(tokens):
+        if text in "([{" and kind in token.Punctuation:
+            depth += 1
+        elif text in ")]}" and kind in token.Punctuation:
+            depth -= 1
+        if kind in token.Name and text in mapping and before.get(i) != "." and not (depth and after.get(i) == "="):
+            text = mapping[text]
+        elif kind in token.Comment:
+            text = "# " + rng.choice(_NEW_COMMENTS)
+        out.append(text)
+    return "".join(out)
+
+
+def _reordered(source):
+    """Each run of consecutive top-level definitions, and of a class's consecutive methods, in
+    reverse order (what lies between them stays where it is)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    lines = source.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    edits = []        # (first line, last line, new text), 0-based, end exclusive
+
+    def spans(body):
+        run = []
+        for node in body + [None]:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                run.append((min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1, node.end_lineno))
+                continue
+            if len(run) > 1:
+                blocks = ["".join(lines[s:e]) for s, e in run]
+                gaps = ["".join(lines[run[k][1]:run[k + 1][0]]) for k in range(len(run) - 1)]
+                text = "".join(block + gap for block, gap in zip(reversed(blocks), gaps + [""]))
+                edits.append((run[0][0], run[-1][1], text))
+            run = []
+
+    spans(tree.body)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and not any(s <= node.lineno - 1 < e for s, e, _ in edits):
+            spans(node.body)
+    for start, end, text in sorted(edits, reverse=True):
+        lines[start:end] = [text]
+    return "".join(lines).rstrip("\n")
+
+
+def _commented(source, rng, share=0.3):
+    """New comment lines, at the indentation of the statement they stand above, before about
+    `share` of the statements that begin a line."""
+    starts, expect = set(), True      # the lines where a statement begins
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.NEWLINE:
+                expect = True
+            elif tok.type not in (tokenize.INDENT, tokenize.DEDENT, tokenize.NL, tokenize.COMMENT) and expect:
+                starts.add(tok.start[0])
+                expect = False
+    except (tokenize.TokenError, SyntaxError):
+        return source
+    out = []
+    for number, line in enumerate(source.splitlines(), start=1):
+        if number in starts and rng.random() < share:
+            indent = line[:len(line) - len(line.lstrip())]
+            out.append(f"{indent}# {rng.choice(_NEW_COMMENTS)}")
+        out.append(line)
+    return "\n".join(out)

@@ -57,6 +57,16 @@ def _python_dirs():
     return sorted(dirs)
 
 
+def kernel_python():
+    """This interpreter as the sandbox sees it: the sandbox mounts the venv at its real path, so a
+    venv reached through a link (a checkout whose .venv links to another's) is named by that path."""
+    executable = Path(sys.executable)
+    try:
+        return str(Path(sys.prefix).resolve() / executable.relative_to(sys.prefix))
+    except ValueError:   # not inside the venv's folder: as it is
+        return sys.executable
+
+
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/ssl", "/etc/alternatives",
                # /etc/fonts: without it matplotlib's font search (fc-list) prints "Fontconfig error:
                # Cannot load default config file" under the setup cell of every student's feedback
@@ -73,7 +83,7 @@ class Layout:
     @classmethod
     def for_kernel(cls, workdir, runtime_dir):
         read_only = [d for d in SYSTEM_DIRS if Path(d).exists()] + [str(d) for d in _python_dirs()]
-        env = {"HOME": str(workdir), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        env = {"HOME": str(workdir), "PATH": f"{Path(kernel_python()).parent}:/usr/bin:/bin",
                "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython", "LANG": "C.UTF-8",
                **GRADED_RUN_ENV}
         return cls(read_only, [str(runtime_dir), str(workdir)], env)
@@ -104,7 +114,7 @@ def prlimit_argv(limits):
 
 def kernel_command(workdir, runtime_dir, limits):
     return (prlimit_argv(limits) + bwrap_argv(workdir, runtime_dir)
-            + [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"])
+            + [kernel_python(), "-m", "ipykernel_launcher", "-f", "{connection_file}"])
 
 
 def write_kernelspec(kernels_dir, workdir, runtime_dir, limits, name="course-sandbox", kernel_server=None):
@@ -181,7 +191,7 @@ class WarmKernels(ForkServer):
         # password, a token: nothing of the grader's may be there)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": str(folder),
                "MPLCONFIGDIR": str(folder / "matplotlib"), **GRADED_RUN_ENV}
-        server, said = cls.launch([sys.executable, "-I", str(WARM_SERVER), str(folder / "server.sock"),
+        server, said = cls.launch([kernel_python(), "-I", str(WARM_SERVER), str(folder / "server.sock"),
                                    str(folder / "root")], folder, timeout, env=env)
         if server is None:
             raise SandboxUnavailable(f"the warm kernel server did not start ({said})")

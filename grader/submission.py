@@ -46,7 +46,8 @@ class Options:
     total_timeout: int | None = None     # seconds per notebook (default: see stages/execute.py)
     lms: str = "auto"                    # how the download names its files (grader/lms.py)
     pattern: str | None = None           # a regular expression instead of a preset
-    times: str | None = None             # Canvas's submissions JSON or a CSV of times (grader/lms_records.py)
+    times: object = None                 # Canvas's submissions JSON (a file, or a tuple of its pages) or a CSV
+                                         # of times (grader/lms_records.py)
     worksheet: str | None = None         # Moodle's grading worksheet: times and who each participant is
     lms_timezone: str | None = None      # the LMS's zone, for its times without an offset
     groups: str | None = None            # who is in each group: one file graded for every member (grader/groups.py)
@@ -95,7 +96,12 @@ class Submission:
                                                # what the LMS matches returned feedback by
     preset: str = ""                           # the naming it was read with (grader/lms.py)
     submitted_at: object = None                # aware UTC datetime, when the download says
-    lms_late: bool | None = None               # the LMS's own late flag (Canvas)
+    lms_late: bool | None = None               # the LMS's own late flag (Canvas, Moodle's worksheet)
+    lms_user_id: str = ""                      # the LMS's user id behind an anonymous name (Canvas's anon_<id>),
+                                               # from its records: what the roster and its feedback upload match
+    lms_extension: object = None               # the student's own due date granted in the LMS (aware; Moodle's
+                                               # worksheet), when its records were read (lms_records_read)
+    lms_records_read: bool = False             # the LMS's records had a row for them: no lms_extension means none
     others: list = field(default_factory=list)   # their other files, not graded
     group: str = ""                            # the group whose file this is, graded for each member
     # how it went
@@ -113,7 +119,6 @@ class Submission:
     score: float = 0.0
     max_score: float = 0.0
     failed: list = field(default_factory=list)   # grade ids of failed test cells
-    review: list = field(default_factory=list)   # failed cells whose check passed in the student's kernel
     late: bool | None = None                   # None: unknown (no due date or no submission time)
     time_unknown: bool = False                 # a due date, but nothing says when it was submitted
     seconds_late: float | None = None
@@ -149,8 +154,9 @@ class Submission:
 
     def summary(self):
         """What the class report keeps of it (course/outcomes/<id>.json): plain data only."""
-        keep = ("student", "status", "reason", "score", "max_score", "failed", "review", "notes", "seconds",
-                "late", "seconds_late", "penalty", "time_unknown", "login", "preset", "lms_name", "group")
+        keep = ("student", "status", "reason", "score", "max_score", "failed", "notes", "seconds",
+                "late", "seconds_late", "penalty", "time_unknown", "login", "preset", "lms_name", "group",
+                "lms_user_id", "lms_records_read")
         data = {name: getattr(self, name) for name in keep}
         data["status"] = str(self.status)
         data["submitted_at"] = self.submitted_at.isoformat() if self.submitted_at else None
@@ -172,6 +178,9 @@ class Intake:
     unrecognised: list = field(default_factory=list)   # Submission(status=UNRECOGNISED)
     strangers: list = field(default_factory=list)      # Submission(status=NOT_ON_ROSTER)
     missing: list = field(default_factory=list)        # Submission(status=MISSING)
+    worksheet: dict = field(default_factory=dict)      # Moodle's worksheet: participant number -> LmsRecord
+    warnings: list = field(default_factory=list)       # what the instructor must know before trusting the run:
+                                                       # records that cover part of the download, anonymous names
 
     @property
     def not_graded(self):

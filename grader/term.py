@@ -7,6 +7,9 @@
                 `--days N`), granted before or after grading: a graded submission's lateness and
                 penalty are recomputed at once (stages/late.py: reapply), and nbgrader's gradebook
                 gets the extension too (its Formgrader shows it).
+    lms_extensions  the extensions the LMS's records grant (Moodle's worksheet, "Extension granted
+                until: ..."), as autograde last read them: they apply where no extension was given
+                here, which always takes precedence.
     excused     students not expected to submit an assignment (`excuse ID STUDENT`): never missing,
                 "EX" in the Canvas export (Canvas's own mark for excused), left out of Moodle's.
 
@@ -30,7 +33,7 @@ class TermError(ValueError):
 def load(course):
     path = course.grading_dir / TERM_FILE
     data = json.loads(path.read_text()) if path.exists() else {}
-    for key in ("penalties", "extensions", "excused"):
+    for key in ("penalties", "extensions", "lms_extensions", "excused"):
         data.setdefault(key, {})
     return data
 
@@ -62,8 +65,11 @@ def stored_penalty(course, assignment_id):
 # ---- extensions ----
 
 def extension(course, assignment_id, student, due):
-    """The student's extension as a timedelta past `due` (the assignment's due date), or None."""
-    granted = load(course)["extensions"].get(assignment_id, {}).get(student)
+    """The student's extension as a timedelta past `due` (the assignment's due date), or None: the
+    one given here, else the one the LMS's records grant."""
+    data = load(course)
+    granted = data["extensions"].get(assignment_id, {}).get(student) or \
+        data["lms_extensions"].get(assignment_id, {}).get(student)
     if not granted:
         return None
     if "days" in granted:
@@ -71,6 +77,32 @@ def extension(course, assignment_id, student, due):
     if due is None:
         return None
     return max(datetime.timedelta(0), datetime.datetime.fromisoformat(granted["until"]) - due)
+
+
+def given_here(course, assignment_id, student):
+    """The extension given with `extension` ({"days": N} or {"until": ISO time}), or None."""
+    return load(course)["extensions"].get(assignment_id, {}).get(student)
+
+
+def lms_extension(course, assignment_id, student):
+    """The student's own due date by the LMS's records (aware), as autograde last read them, or None."""
+    granted = load(course)["lms_extensions"].get(assignment_id, {}).get(student)
+    return datetime.datetime.fromisoformat(granted["until"]) if granted else None
+
+
+def remember_lms_extension(course, assignment_id, student, until):
+    """Keep the due date the LMS's records grant the student (`until`, aware), or forget it (None:
+    the records say there is none)."""
+    data = load(course)
+    kept = data["lms_extensions"].setdefault(assignment_id, {})
+    wanted = {"until": until.isoformat()} if until else None
+    if kept.get(student) == wanted:
+        return
+    if wanted:
+        kept[student] = wanted
+    else:
+        kept.pop(student, None)
+    _save(course, data)
 
 
 def record_extension(course, assignment_id, student, until=None, days=None):

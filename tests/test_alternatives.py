@@ -7,6 +7,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from grader.inprocess import run_in_process
 from grader.mutants import load_alternatives
 from grader.provided import checks_source
+from grader.split import split_notebook
 from grader.stages.judge import Trace, judge_notebook
 from support import ASSIGNMENT_IDS
 
@@ -26,9 +27,10 @@ def _notebook(test_source):
 
 
 def _verdicts(nb, rng_seed):
-    records, errors = run_in_process(nb, keep_expected=True)
-    trace = Trace(records, errors)
-    student, _ = run_in_process(nb, rng_seed=rng_seed)
+    split = split_notebook(nb)
+    records, errors = run_in_process(nb, keep_expected=True, split=split)
+    trace = Trace(records, errors, split)
+    student, _ = run_in_process(nb, rng_seed=rng_seed, split=split)
     return judge_notebook(trace, student)
 
 

@@ -1,6 +1,9 @@
 """A corpus of broken and hostile a1 submissions, graded as one batch through the real
 pipeline in the sandbox: every one gets a clear outcome, the batch completes, nobody gains points
-by tampering, and no feedback page shows hidden test source."""
+by tampering, no feedback page shows hidden test source or runs what a student wrote, a notebook
+feedback cannot read fails only its student, nothing read reaches past the submission (links), and
+no exported cell is a formula."""
+import csv
 import html
 import os
 import re
@@ -14,10 +17,12 @@ import pytest
 
 from grader import cells
 from grader.autograde import autograde
+from grader.csv_cells import is_formula
 from grader.feedback import export_csv, generate_feedback
 from grader.samples import buggy_submission, perfect_submission, release_notebook
 from grader.submission import Options, Status
 from support import COURSE, REPO
+from support.pages import live_markup
 
 AID = "a1_self_attention"
 pytestmark = [pytest.mark.batch, pytest.mark.sandbox]
@@ -179,7 +184,36 @@ def build_corpus(folder):
         "    return weights @ v, weights", "    return _fast(q, k, v, attn_mask=mask), weights").replace(
         "def scaled_dot_product_attention", "_fast = torch._C._nn.scaled_dot_product_attention\n"
         "def scaled_dot_product_attention", 1)), Status.GRADED, None)
+    # past the submission's boundary: links are never read, whatever they point to
+    os.symlink(COURSE.source_notebook(AID), folder / "key_link.ipynb")
+    cases.append(("key_link", Status.NOT_GRADED, None, "key_link.ipynb is a link to a file outside the submission"))
+    os.symlink("perfect.ipynb", folder / "copycat.ipynb")
+    cases.append(("copycat", Status.NOT_GRADED, None, "copycat.ipynb is a link to another file of the submission"))
+    (folder / "linked_folder").mkdir()
+    os.symlink(COURSE.source_notebook(AID).parent, folder / "linked_folder" / "work")
+    cases.append(("linked_folder", Status.NOT_GRADED, None,
+                  "linked_folder/work is a link to a folder outside the submission"))
+    # what feedback and the exports do with what a student wrote
+    add("hidden_markers", perfect_plus("# ### BEGIN HIDDEN TESTS\n# ### BEGIN HIDDEN TESTS"), Status.GRADED, full)
+    add("hostile_markup", _with_cell_source(perfect_plus(HOSTILE_OUTPUTS), "written_permutation",
+                                            lambda s: HOSTILE_ANSWER), Status.GRADED, full)
+    nbformat.write(perfect_submission(COURSE, AID), str(folder / f"{FORMULA_FILE}.ipynb"))
+    cases.append((FORMULA_ID, Status.GRADED, full, ""))
     return cases
+
+
+HOSTILE_ANSWER = """The order of the keys does not matter: **softmax** over a *set*.
+
+<script>document.title = "owned"</script><img src="x" onerror="document.title = 'owned'">
+<iframe src="https://evil.example/"></iframe><a href="javascript:alert(1)">click</a>
+"""
+HOSTILE_OUTPUTS = """from IPython.display import HTML, SVG, Javascript, display
+display(HTML("<b>fine</b><script>document.title = 'owned'</script>"))
+display(Javascript("document.title = 'owned'"))
+display(SVG('<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><circle r="4"/></svg>'))
+"""
+FORMULA_FILE = "@SUM(1+1)"            # a name a spreadsheet would run; the folder preset keeps the @
+FORMULA_ID = "@SUM_1_1_"
 
 
 SECRET_PATHS = [str(REPO / "solutions" / AID / f"{AID}.ipynb"), str(REPO / "mutants" / f"{AID}.py"),
@@ -313,14 +347,45 @@ def test_tampering_never_raises_a_score(graded_batch):
 def test_gradebook_keeps_a_row_for_everyone_and_not_graded_is_not_zero(graded_batch, tmp_path):
     cases, _, course = graded_batch
     path, count = export_csv(course, tmp_path / "grades.csv")
-    text = path.read_text()
-    present = {c[0] for c in cases if c[0] not in ("invalid_json", "missing", "wrong_assignment")}
-    assert all(f"\n{student}," in text for student in present)
+    with open(path, newline="") as handle:
+        rows = list(csv.reader(handle))
+    not_read = ("invalid_json", "missing", "wrong_assignment", "key_link", "copycat", "linked_folder")
+    present = {c[0] for c in cases if c[0] not in not_read}
+    assert present <= {row[0].removeprefix("'") for row in rows[1:]}
+    live = [cell for row in rows for cell in row if is_formula(cell)]
+    assert not live and [f"'{FORMULA_ID}"] == [row[0] for row in rows if FORMULA_ID in row[0]], live
 
 
-def test_feedback_shows_messages_but_no_hidden_test_source(graded_batch):
+@pytest.fixture(scope="module")
+def feedback(graded_batch):
+    """({student: feedback page}, the lines naming who got none)."""
     _, _, course = graded_batch
-    pages = generate_feedback(course, AID)
+    skipped = []
+    pages = generate_feedback(course, AID, skipped)
+    return {page.parts[-3]: page for page in pages}, skipped
+
+
+def test_feedback_fails_only_the_notebook_it_cannot_read(graded_batch, feedback):
+    _, outcomes, _ = graded_batch
+    pages, skipped = feedback
+    assert skipped == ["feedback not written for hidden_markers: a cell of their notebook holds the hidden-test "
+                       "marker 'BEGIN HIDDEN TESTS' twice (nbgrader: Encountered nested begin hidden tests statements)"]
+    graded = {s for s, o in outcomes.items() if o.status == Status.GRADED}
+    assert set(pages) == graded - {"hidden_markers"}
+
+
+def test_no_feedback_page_runs_what_a_student_wrote(feedback):
+    pages, _ = feedback
+    live = {student: live_markup(page.read_text()) for student, page in pages.items()}
+    assert not any(live.values()), {s: found for s, found in live.items() if found}
+    text = pages["hostile_markup"].read_text()
+    assert "<strong>softmax</strong>" in text and "&lt;script&gt;document.title" in text
+    assert "<b>fine</b>" in text and 'src="data:image/svg+xml;base64,' in text
+
+
+def test_feedback_shows_messages_but_no_hidden_test_source(feedback):
+    pages, _ = feedback
+    pages = list(pages.values())
     assert pages, "no feedback was generated"
     hidden = cells.secret_lines(cells.read(COURSE.source_notebook(AID)))
     assert len(hidden) > 20

@@ -194,3 +194,37 @@ def test_no_development_history(path):
 ])
 def test_the_history_pattern(text, found):
     assert bool(HISTORY.search(text)) == found
+
+
+# ---- the front pages count what exists ----
+
+FRONT_PAGES = [README, REPO / "docs" / "syllabus.md", REPO / "docs" / "student-readme.md"]
+NUMBER_WORDS = {word: n for n, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen".split())}
+# "12 lectures", "Six graded assignments"; not a benchmark's "100 students x 4 assignments"
+COUNTED = re.compile(r"(?<!× )(?<!x )\b(\d+|" + "|".join(NUMBER_WORDS)
+                     + r")\s+(graded\s+)?(lectures|assignments|debugging\s+labs)\b", re.I)
+
+
+def _real_counts():
+    return {"lectures": len(list((REPO / "lectures").glob("[0-9][0-9]_*.ipynb"))),
+            "assignments": len([p for p in (REPO / "assignments").iterdir() if re.fullmatch(r"a\d+_\w+", p.name)]),
+            "debugging labs": len([p for p in (REPO / "assignments").iterdir() if p.name.startswith("debug_")])}
+
+
+@pytest.mark.parametrize("path", FRONT_PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_the_front_pages_count_what_exists(path):
+    real, wrong = _real_counts(), []
+    for match in COUNTED.finditer(path.read_text()):
+        number, _, kind = match.groups()
+        said = int(number) if number.isdigit() else NUMBER_WORDS[number.lower()]
+        kind = re.sub(r"\s+", " ", kind.lower())
+        if said != real[kind]:
+            wrong.append(f"{match.group(0)!r}: there are {real[kind]} {kind}")
+    assert not wrong, f"{path.relative_to(REPO)} counts what the course does not have:\n  " + "\n  ".join(wrong)
+
+
+def test_the_count_pattern():
+    assert [m.group(0) for m in COUNTED.finditer("Nine lectures teach. 6 graded assignments and 4 debugging labs")] == \
+        ["Nine lectures", "6 graded assignments", "4 debugging labs"]
+    assert not list(COUNTED.finditer("100 students × 4 assignments, 100 students x 4 assignments"))

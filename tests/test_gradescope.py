@@ -58,14 +58,17 @@ def unpack(zip_path, root):
     return root
 
 
-def run_autograder(zip_path, root, notebook=None, files=None, python=None, path=None):
-    """Gradescope's run for one submission (`notebook` as <ID>.ipynb, or `files` {name: bytes}); returns
-    (results.json as data, everything run_autograder printed)."""
+def run_autograder(zip_path, root, notebook=None, files=None, python=None, path=None, links=None):
+    """Gradescope's run for one submission (`notebook` as <ID>.ipynb, or `files` {name: bytes}, or
+    `links` {name: what the link points to, relative to the autograder's root}); returns (results.json
+    as data, everything run_autograder printed)."""
     unpack(zip_path, root)
     if notebook is not None:
         nbformat.write(notebook, str(root / "submission" / f"{AID}.ipynb"))
     for name, data in (files or {}).items():
         (root / "submission" / name).write_bytes(data)
+    for name, target in (links or {}).items():
+        os.symlink(Path("..", target), root / "submission" / name)
     env = {**os.environ, "AUTOGRADER_ROOT": str(root), "GRADER_PYTHON": python or sys.executable,
            "OMP_NUM_THREADS": "1", **({"PATH": path} if path else {})}
     result = subprocess.run([str(root / "run_autograder")], cwd=root, env=env, capture_output=True, text=True,
@@ -225,6 +228,17 @@ def test_a_broken_notebook_scores_zero_with_a_clear_message(autograder_zip, tmp_
     assert_well_formed(results)
     assert results["score"] == 0 and expected in results["output"], (case, results["output"])
     assert "could not be graded" in results["output"]
+
+
+def test_a_link_to_the_answer_key_scores_zero_and_says_why(autograder_zip, tmp_path):
+    """A submission that is a link to ../source/solutions/<id>/<id>.ipynb (the key the autograder
+    carries): never read, whatever it points to."""
+    key = f"source/solutions/{AID}/{AID}.ipynb"
+    results, _ = run_autograder(autograder_zip, tmp_path, links={f"{AID}.ipynb": key})
+    assert_well_formed(results)
+    assert results["score"] == 0.0
+    assert f"{AID}.ipynb is a link to a file outside the submission" in results["output"]
+    assert_no_hidden_source(results)
 
 
 def test_no_notebook_at_all_scores_zero_with_a_clear_message(autograder_zip, tmp_path):

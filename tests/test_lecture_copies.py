@@ -6,12 +6,14 @@ reuses another's code carries a copy, in a cell whose metadata names the origina
 defined, character for character, in that lecture; a change made to one copy and not the other fails
 here. Lecture 12 trains and samples lecture 8's decoder and KV cache this way, lecture 6 carries the
 attention, block and training code of lecture 5, and the encoder lecture builds the capstone's corpus (the
-standard library's docstrings, character tokens) with the capstone's own code.
+standard library's docstrings, character tokens) with the capstone's own code and loads its real pretrained encoder
+into lecture 6's attention and block.
 
 And lecture 8's decoder is the course's model: loaded with the weights of assignment 2's
 `DecoderOnlyLM` (grader/provided/model.py, what a3 and a4 receive as a provided cell), it computes the
 same logits, so lecture 12 trains "the a2 decoder" without carrying a2's answer. So is a6's provided
-decoder (grader/provided/real_models.py, lecture 9's options) with its defaults. Fast: no kernel.
+decoder (grader/provided/real_models.py, lecture 9's options) with its defaults; and that file is lecture 9's
+code, definition for definition, so that a6 and the lecture speak of the same functions. Fast: no kernel.
 """
 import ast
 import math
@@ -133,6 +135,36 @@ def test_lecture_8s_decoder_computes_what_the_a2_model_computes():
         cache = tiny.make_cache(3)                                  # and with lecture 8's cache, step by step
         stepped = torch.cat([tiny(ids[:, :5], cache)] + [tiny(ids[:, t:t + 1], cache) for t in range(5, 16)], dim=1)
     assert torch.allclose(stepped, expected, atol=1e-5), "cached decoding differs from a2's model on the same ids"
+
+
+def test_a6s_provided_decoder_is_lecture_9s_code():
+    """Every class and function of grader/provided/real_models.py (what a6 provides) is defined, character for
+    character, in lecture 9; and a6's own functions (its answer cells) take the lecture's signatures where the lecture
+    defines the same name."""
+    lecture = _lecture_definitions("09_gpt2_and_llama")
+    provided = _definitions((REPO / "grader" / "provided" / "real_models.py").read_text())
+    assert {"Decoder", "Attention", "from_llama", "rope_of", "generate_greedy"} <= set(provided)
+    assert "rotary_cos_sin" not in provided, "rotary_cos_sin is a6's to write: the provided cell must not define it"
+    for name, text in provided.items():
+        assert name in lecture, f"grader/provided/real_models.py defines {name}, which lecture 9 does not"
+        assert text == lecture[name], (f"{name} in grader/provided/real_models.py differs from lecture 9's: a6 must "
+                                       f"provide the lecture's code (copy the current definition over)")
+    source = nbformat.read(str(REPO / "solutions" / "a6_real_models" / "a6_real_models.ipynb"), as_version=4)
+    answers = {}
+    for cell in source.cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+            answers.update({node.name: node for node in ast.parse(cell.source).body
+                            if isinstance(node, ast.FunctionDef)})
+    lecture_nodes = {}
+    for cell in _cells("09_gpt2_and_llama"):
+        if cell.cell_type == "code":
+            lecture_nodes.update({node.name: node for node in ast.parse(cell.source).body
+                                  if isinstance(node, ast.FunctionDef)})
+    shared = set(answers) & set(lecture_nodes)
+    assert "rotary_cos_sin" in shared
+    for name in shared:
+        assert ast.dump(answers[name].args) == ast.dump(lecture_nodes[name].args), \
+            f"a6's {name} takes other arguments than lecture 9's: one name, one signature"
 
 
 def test_a6s_provided_decoder_with_its_defaults_is_the_a2_model():

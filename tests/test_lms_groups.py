@@ -258,3 +258,81 @@ def test_a_canvas_group_graded_end_to_end(course, tmp_path):
     assert scores["jdoe"] == scores["jsmith"] > 0, "the group's score, under each member's own id"
     assert all(f" {scores['jdoe']:g}/" in row for row in rows.values()), table
     assert "missing" not in rows["jsmith"]
+
+
+# ---- Moodle team submissions with the grading worksheet ----
+
+def _team_worksheet(path):
+    """The grading worksheet of a team assignment (mod/assign/gradingtable.php: a row per participant,
+    its Group column the participant's team, col_team; "Last modified (submission)" the team's
+    submission time on every member's row; Status with "<time> late" counted from the member's own due
+    date and "Extension granted until: ..." when they have one). Bo's extension is his alone."""
+    path.write_text("\n".join([
+        'Identifier,"Full name","Email address",Status,Group,Grade,"Maximum grade","Grade can be changed",'
+        '"Last modified (submission)","Last modified (grade)"',
+        '"Participant 4711","Jane Doe",jane.doe@uni.example,"Submitted for grading - 1 day 6 hours late",'
+        '"Team Alpha",,100.00,Yes,"Saturday, 3 October 2026, 5:59 AM",-',
+        '"Participant 4712","Bo Kim",bo.kim@uni.example,"Submitted for grading - Extension granted until: '
+        'Monday, 5 October 2026, 11:59 PM","Team Alpha",,100.00,Yes,"Saturday, 3 October 2026, 5:59 AM",-',
+        '"Participant 4713","Ann Lee",ann.lee@uni.example,"Submitted for grading","Team Beta",,100.00,Yes,'
+        '"Thursday, 1 October 2026, 8:00 PM",-',
+        '"Participant 4714","Sam Wilson",sam.wilson@uni.example,"Submitted for grading","Default group",,100.00,Yes,'
+        '"Thursday, 1 October 2026, 9:00 PM",-',
+        '"Participant 4715","John Smith",john.smith@uni.example,"Submitted for grading","Default group",,100.00,Yes,'
+        '"Thursday, 1 October 2026, 9:00 PM",-',
+    ]) + "\n")
+    return path
+
+
+def test_moodle_teams_from_the_worksheet_get_their_times_and_each_members_own_number(intake, tmp_path):
+    """Without --groups the worksheet's Group column says who is in each team; every member's time is
+    the team's (never "time unknown" for want of a row under the group's id), their extension and
+    Moodle's late verdict their own, and the name their feedback goes back under carries their own
+    participant number: Moodle's importer gives a file to the one participant its name carries."""
+    download = _moodle_team_download(tmp_path / "moodle")
+    result = intake(download, lms="moodle", worksheet=str(_team_worksheet(tmp_path / "worksheet.csv")),
+                    lms_timezone="UTC")
+    found = _by_student(result)
+    assert set(found) == {"jdoe", "bkim", "alee", "swilson", "jsmith"} and result.missing == []
+    assert result.strangers == [] and result.warnings == []
+    assert {s: found[s].lms_name for s in found} == {
+        "jdoe": "Jane Doe_4711_assignsubmission_file", "bkim": "Bo Kim_4712_assignsubmission_file",
+        "alee": "Ann Lee_4713_assignsubmission_file", "swilson": "Sam Wilson_4714_assignsubmission_file",
+        "jsmith": "John Smith_4715_assignsubmission_file"}
+    assert found["jdoe"].submitted_at == found["bkim"].submitted_at and found["jdoe"].submitted_at.day == 3
+    assert (found["jdoe"].lms_late, found["jdoe"].lms_extension) == (True, None)
+    assert found["bkim"].lms_extension.day == 5 and found["bkim"].lms_records_read
+    assert found["swilson"].path == found["jsmith"].path and "Default group" in str(found["swilson"].path)
+
+
+def test_moodle_teams_with_the_groups_file_still_take_each_members_row(intake, tmp_path):
+    download = _moodle_team_download(tmp_path / "moodle")
+    result = intake(download, lms="moodle", groups=str(_moodle_participants(tmp_path / "participants.csv")),
+                    worksheet=str(_team_worksheet(tmp_path / "worksheet.csv")), lms_timezone="UTC")
+    found = _by_student(result)
+    assert found["bkim"].lms_name == "Bo Kim_4712_assignsubmission_file" and found["bkim"].lms_extension.day == 5
+    assert found["alee"].submitted_at.day == 1 and result.warnings == []
+
+
+def test_a_team_member_without_a_worksheet_gets_no_name_feedback_could_misdeliver(intake, tmp_path):
+    """The team folder's number is the group's id: used as a participant number, Moodle would drop
+    the file or give it to whoever has that number."""
+    result = intake(_moodle_team_download(tmp_path / "moodle"), lms="moodle",
+                    groups=str(_moodle_participants(tmp_path / "participants.csv")))
+    assert all(s.lms_name == "" for s in result.submissions)
+    assert all(s.submitted_at is None for s in result.submissions)
+
+
+def test_a_group_id_that_is_also_a_participants_number_is_never_taken_for_them(intake, tmp_path):
+    """Group ids and participant numbers are counted apart in Moodle (groups, assign_user_mapping):
+    Team Beta's folder may carry 4711, Jane's number. It is Team Beta's, whose rows give its time."""
+    download = tmp_path / "moodle"
+    _nb(download / f"Team Alpha_12_assignsubmission_file/{A1}.ipynb")
+    _nb(download / f"Team Beta_4711_assignsubmission_file/{A1}.ipynb")
+    result = intake(download, lms="moodle", worksheet=str(_team_worksheet(tmp_path / "worksheet.csv")),
+                    lms_timezone="UTC")
+    found = _by_student(result)
+    assert found["alee"].path.parent.name == "Team Beta_4711_assignsubmission_file"
+    assert found["alee"].submitted_at.day == 1 and found["alee"].lms_name == "Ann Lee_4713_assignsubmission_file"
+    assert found["jdoe"].submitted_at.day == 3 and found["jdoe"].lms_name == "Jane Doe_4711_assignsubmission_file"
+    assert found["alee"].email == "ann.lee@uni.example"

@@ -77,3 +77,86 @@ def test_a_file_that_is_not_what_was_asked_for_says_so(tmp_path, reader, text, s
         reader(path)
     with pytest.raises(LmsRecordError, match="no such file"):
         reader(tmp_path / "absent.csv")
+
+
+# ---- the worksheet's Status and Group columns, and its languages ----
+
+# English, team submissions with an extension: the grading table's columns as the worksheet writes them
+# (mod/assign/gradingtable.php: recordid, fullname, email, status, team, grade, grademax,
+# gradecanbechanged, timesubmitted, timemarked, then the feedback plugins); col_status joins its parts
+# with " - " (strip_tags of its </div>s): the submission status, "<format_time> late" counted from the
+# student's own due date, and get_string('userextensiondate') with userdate() of the extension
+TEAM_WORKSHEET = "\n".join([
+    'Identifier,"Full name","Email address",Status,Group,Grade,"Maximum grade","Grade can be changed",'
+    '"Last modified (submission)","Last modified (grade)","Feedback comments"',
+    '"Participant 4711","Jane Doe",jane.doe@uni.example,"Submitted for grading - 1 day 6 hours late",'
+    '"Team Alpha",,100.00,Yes,"Saturday, 3 October 2026, 5:59 AM",-,',
+    '"Participant 4712","Bo Kim",bo.kim@uni.example,"Submitted for grading - Extension granted until: Monday, '
+    '5 October 2026, 11:59 PM","Team Alpha",,100.00,Yes,"Saturday, 3 October 2026, 5:59 AM",-,',
+    '"Participant 4713","Sam Wilson",sam.wilson@uni.example,"No submission","Default group",,100.00,Yes,-,-,',
+]) + "\n"
+
+
+def test_the_worksheet_reads_late_extensions_and_teams(tmp_path):
+    path = tmp_path / "worksheet.csv"
+    path.write_text(TEAM_WORKSHEET)
+    records = read_worksheet(path, "UTC")
+    jane, bo = records["4711"], records["4712"]
+    assert (jane.late, jane.extension, jane.group) == (True, None, "Team Alpha")
+    assert bo.late is None and bo.extension == datetime.datetime(2026, 10, 5, 23, 59, tzinfo=UTC)
+    assert jane.submitted_at == bo.submitted_at, "a member's row holds the team's submission time"
+    assert records["4713"].group == "Default group"
+
+
+# The same worksheet as Moodle writes it for a user whose language is German, French or Spanish: the
+# titles from mod/assign/lang/<lang>/assign.php (recordid, status, submissionteam,
+# lastmodifiedsubmission) and lang/<lang>/moodle.php (fullname), the identifier get_string('hiddenuser')
+# followed by the number, dates by langconfig's strftimedaydatetime ('%A, %d. %B %Y, %H:%M';
+# '%A %d %B %Y, %H:%M'; '%A, %d de %B de %Y, %H:%M'), the extension by userextensiondate (the French
+# string holds &nbsp; before its colon).
+LANGUAGES = {
+    "de": ('ID,"Vollständiger Name","E-Mail-Adresse",Status,Gruppe,Bewertung,"Zuletzt geändert (Abgabe)"',
+           '"Teilnehmer/in4711","Jane Doe",jane.doe@uni.example,"Zur Bewertung abgegeben - Verlängertes Abgabeende '
+           'bis: Samstag, 3. Oktober 2026, 23:59",Standard-Gruppe,,"Donnerstag, 1. Oktober 2026, 23:15"'),
+    "fr": ('Identifiant,"Nom complet","Adresse de courriel",Statut,Groupe,Note,'
+           '"Dernière modification (travail remis)"',
+           '"Participant4711","Jane Doe",jane.doe@uni.example,"Remis pour évaluation - Prolongation accordée '
+           'jusqu\'au&nbsp;: samedi 3 octobre 2026, 23:59","Groupe par défaut",,"jeudi 1 octobre 2026, 23:15"'),
+    "es": ('Identificador,"Nombre completo","Dirección de correo",Estado,Grupo,Calificación,'
+           '"Última modificación (entrega)"',
+           '"Participante4711","Jane Doe",jane.doe@uni.example,"Enviado para calificar - Plazo ampliado hasta: '
+           'sábado, 3 de octubre de 2026, 23:59","Grupo por defecto",,"jueves, 1 de octubre de 2026, 23:15"'),
+}
+
+
+@pytest.mark.parametrize("language", sorted(LANGUAGES))
+def test_a_worksheet_in_german_french_or_spanish_is_read(tmp_path, language):
+    from grader.lms import default_team
+    path = tmp_path / "worksheet.csv"
+    path.write_text("\n".join(LANGUAGES[language]) + "\n", encoding="utf-8")
+    [(key, jane)] = read_worksheet(path, "Europe/Berlin").items()
+    assert (key, jane.name, jane.email) == ("4711", "Jane Doe", "jane.doe@uni.example")
+    assert jane.submitted_at == datetime.datetime(2026, 10, 1, 21, 15, tzinfo=UTC)
+    assert jane.extension == datetime.datetime(2026, 10, 3, 21, 59, tzinfo=UTC)
+    assert default_team(jane.group) == "Default group"
+
+
+def test_a_worksheet_in_another_language_says_how_to_get_one_read(tmp_path):
+    """Italian (mod/assign/lang/it: recordid 'Identificativo', lastmodifiedsubmission 'Ultima modifica
+    (consegna)') is not read: the message says which languages are, and how to download in English."""
+    path = tmp_path / "worksheet.csv"
+    path.write_text('Identificativo,"Nome completo",Stato,"Ultima modifica (consegna)"\n'
+                    '"Partecipante 4711","Jane Doe","Consegnato","giovedì, 1 ottobre 2026, 23:15"\n')
+    with pytest.raises(LmsRecordError, match="English, German, French or Spanish.*switch your Moodle language to "
+                                             "English"):
+        read_worksheet(path)
+
+
+def test_canvas_json_with_the_users_sortable_name(tmp_path):
+    """include[]=user adds the User object (its sortable_name) to each submission: the name an
+    anonymous file lacks."""
+    path = tmp_path / "page1.json"
+    path.write_text(json.dumps([{"user_id": 101, "anonymous_id": "acJ4Q", "submitted_at": "2026-10-01T21:15:00Z",
+                                 "late": False, "user": {"id": 101, "sortable_name": "Doe, Jane"}}]))
+    records = read_times(path)
+    assert records["anon_acJ4Q"].key == "101" and records["anon_acJ4Q"].name == "Doe, Jane"

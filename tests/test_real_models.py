@@ -116,7 +116,23 @@ def test_the_conversions_refuse_what_the_decoder_does_not_compute(hf):
     scaled = hf.LlamaConfig(**small)
     scaled.rope_parameters = {"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0}
     with pytest.raises(ValueError):
-        L13["rope_base_of"](scaled)
+        L13["rope_of"](scaled)
+
+
+def test_llama_31s_rescaling_is_carried_to_the_decoder_and_left_to_a6(hf):
+    """rope_of passes Llama 3.1's "llama3" numbers on to DecoderConfig.rope_scaling; the lecture's rotary_cos_sin
+    refuses to compute them (assignment 6 writes that), so a converted Llama 3.1 cannot silently run unscaled."""
+    rope = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    config = hf.LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                            num_attention_heads=2, max_position_embeddings=16, rope_parameters=rope)
+    base, scaling = L13["rope_of"](config)
+    assert base == 500000.0
+    assert scaling == {key: value for key, value in rope.items() if key != "rope_theta"}
+    ours = L13["from_llama"](hf.LlamaForCausalLM(config).eval())
+    assert ours.cfg.rope_scaling == scaling
+    with pytest.raises(ValueError, match="not implemented"):
+        ours(torch.zeros(1, 4, dtype=torch.long))
 
 
 def test_a_conversion_that_leaves_a_parameter_out_fails(hf):

@@ -50,7 +50,7 @@ def test_environment_yml_pip_section_is_the_student_requirements(env):
     assert sorted(entries) == sorted(["-r requirements-student.txt", "-c constraints.txt"]), entries
 
 
-GRADING_ONLY = {"nbgrader", "dask", "distributed", "psycopg2-binary", "playwright", "pytest", "nbval"}
+GRADING_ONLY = {"nbgrader", "dask", "distributed", "psycopg2-binary", "playwright", "pytest", "nbval", "copydetect"}
 
 
 def test_student_requirements_are_the_instructor_pins_without_the_grader():

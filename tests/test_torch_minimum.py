@@ -35,7 +35,7 @@ API_INTRODUCED = [
     (r"\bsdpa_kernel\b", "2.3"),
     (r"\btorch\.get_default_device\b", "2.3"),
     (r"\btorch\.amp\.GradScaler\b", "2.3"),
-    (r"\bnn\.RMSNorm\b|(?:\bF|functional)\.rms_norm\b|import[^\n]*\brms_norm\b", "2.4"),   # not a6's own rms_norm
+    (r"\bnn\.RMSNorm\b|(?:\bF|functional)\.rms_norm\b|import[^\n]*\brms_norm\b", "2.4"),   # not a6's meta_rms_norm
     (r"\btorch\.library\.custom_op\b", "2.4"),
     (r"\badd_safe_globals\b", "2.4"),
     (r"\bnn\.Buffer\b", "2.5"),

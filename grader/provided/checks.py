@@ -188,6 +188,20 @@ def compare_raises(outcome, expected_name):
     return f"expected a {expected_name}, got {raised[0]}: {outcome.get('message', '')}"
 
 
+def compare_between(actual, bounds):
+    """`actual` a number (or a one-element tensor) within bounds = (low, high); None: no bound."""
+    low, high = bounds
+    if isinstance(actual, torch.Tensor) and actual.numel() == 1:
+        actual = actual.item()
+    if isinstance(actual, bool) or not isinstance(actual, (int, float)) or math.isnan(actual):
+        return f"expected a number, got {_describe(actual)}"
+    if (low is not None and actual < low) or (high is not None and actual > high):
+        wanted = (f"between {low:g} and {high:g}" if low is not None and high is not None
+                  else f"at least {low:g}" if low is not None else f"at most {high:g}")
+        return f"expected {wanted}, got {actual:g}"
+    return None
+
+
 FORBIDDEN_OPS = ("scaled_dot_product", "multi_head_attention", "transformer_encoder_layer")
 
 
@@ -199,7 +213,7 @@ def compare_no_forbidden_ops(op_names, expected=None):
             "asks you to write it from matmuls and softmax yourself")
 
 
-COMPARISONS = {"close": compare_close, "equal": compare_equal, "raises": compare_raises,
+COMPARISONS = {"close": compare_close, "equal": compare_equal, "between": compare_between, "raises": compare_raises,
                "no_forbidden_ops": compare_no_forbidden_ops}
 
 
@@ -239,6 +253,12 @@ def check_close(actual, expected, what, hint=None, atol=1e-5, rtol=1e-4, check_d
 def check_equal(actual, expected, what, hint=None):
     """Exactly equal: integers, booleans, shapes, strings, integer or boolean tensors."""
     _observe("equal", actual, expected, what, hint, {})
+
+
+def check_between(actual, low, high, what, hint=None):
+    """A number within [low, high] (None: no bound on that side): a count, a loss, a ratio. Check the
+    quantity itself, not a True/False made from it, so that the grader sees the number."""
+    _observe("between", actual, (low, high), what, hint, {})
 
 
 def check_raises(exception_type, function, *args, what, hint=None, **kwargs):

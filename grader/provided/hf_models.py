@@ -43,15 +43,6 @@ def random_hf_model(model_class, config, seed):
     return seeded_weights_(model_class(config), seed).eval()
 
 
-def checkpoint(model):
-    """The model's state dict as a checkpoint file holds it: a tied output layer is stored once, under the
-    embedding's name, so `lm_head.weight` is left out when the configuration ties it."""
-    state = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
-    if getattr(model.config, "tie_word_embeddings", False):
-        state.pop("lm_head.weight", None)
-    return state
-
-
 def token_ids(batch, length, vocab_size, seed):
     """(batch, length) random token ids drawn from `seed`, where new tensors go."""
     ids = torch.randint(0, vocab_size, (batch, length), generator=torch.Generator().manual_seed(seed))

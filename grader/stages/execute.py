@@ -1,9 +1,12 @@
 """execute: run the submission in a kernel of its own, in a working copy of its own.
 
-Test cells are rewritten to go through the recorder (grader/runtime/record.py), so the kernel
-computes and records but never judges. Execution happens in a worker process with an overall
-time budget: a kernel that ignores interrupts is killed with its whole process group and the
-submission is reported "not graded", never silently given 0.
+Each test cell is replaced by a call to the answer recorder (grader/runtime/record.py), which runs
+the cell's kernel code (grader/split.py): the kernel computes and records the student's answers,
+and never holds what they are compared with. The kernel code reaches the kernel one cell at a time,
+as a marshalled code object the worker drops into the kernel's folder just before the cell runs
+(TEST_CODE_FILE), so no test source enters the kernel or its history. Execution happens in a worker
+process with an overall time budget: a kernel that ignores interrupts is killed with its whole
+process group and the submission is reported "not graded", never silently given 0.
 """
 import json
 import os
@@ -24,7 +27,9 @@ import torch
 from .. import cells
 from ..course import CELL_TIMEOUT_S, KERNEL_NAME, PACKAGE_REPO
 from ..provided import checks_source
+from ..runtime.execute_worker import TEST_CODE_DIR, TEST_CODE_FILE, TEST_CODE_KEY
 from ..sandbox import GRADED_RUN_ENV, ForkServer, Limits, read_json, write_kernelspec
+from ..split import split_notebook
 from ..submission import NotGraded
 
 RECORDER_SOURCE = (Path(__file__).resolve().parent.parent / "runtime" / "record.py").read_text()
@@ -45,17 +50,28 @@ class Execution:
     seconds: float = 0.0
 
 
-def instrument(nb):
+def instrument(nb, split, control):
     """The notebook the kernel runs: a prelude that creates the recorder, and each test cell
-    replaced by a call that runs its source through the recorder."""
+    replaced by a call to it; each test cell's kernel code written to control/TEST_CODE_DIR for the
+    worker to hand over when the cell runs. A test cell the split does not know (the assignment has
+    no such test) runs nothing."""
     run_nb = nbformat.from_dict(json.loads(json.dumps(nb)))
     prelude = (RECORDER_SOURCE + "\n__course_grader__ = TestRecorder(" + repr(checks_source())
-               + f", records_dir={RECORDS_DIR!r})\nflop_counter_without_dynamo()\n"
-               + "del TestRecorder, flop_counter_without_dynamo\n")
-    for cell in run_nb.cells:
-        if cells.is_test_cell(cell):
-            cell.source = (f"__course_grader__.run_test({cells.grade_id(cell)!r}, "
-                           f"{cell.source!r}, globals())")
+               + f", records_dir=os.path.join(os.getcwd(), {RECORDS_DIR!r}), "
+               + f"inbox=os.path.join(os.getcwd(), {TEST_CODE_FILE!r}), python={tuple(sys.version_info[:2])!r})\n"
+               + "flop_counter_without_dynamo()\ndel TestRecorder, flop_counter_without_dynamo\n")
+    codes = Path(control) / TEST_CODE_DIR
+    codes.mkdir(parents=True, exist_ok=True)
+    for index, cell in enumerate(run_nb.cells):
+        if not cells.is_test_cell(cell):
+            continue
+        gid = cells.grade_id(cell)
+        if gid not in split:
+            cell.source = "pass"
+            continue
+        (codes / f"{index}.code").write_bytes(split[gid].kernel_code)
+        cell.metadata[TEST_CODE_KEY] = f"{index}.code"
+        cell.source = f"__course_grader__.run_test({gid!r}, globals())"
     run_nb.cells.insert(0, nbformat.v4.new_code_cell(prelude))
     return run_nb
 
@@ -66,7 +82,7 @@ def execute(submission, batch):
     options = batch.options
     run = run_notebook(submission.notebook, submission.workdir / "run", cell_timeout=options.cell_timeout,
                        total_timeout=options.total_timeout, sandboxed=options.sandboxed,
-                       kernel_server=batch.kernel_server, worker_server=batch.worker_server)
+                       kernel_server=batch.kernel_server, worker_server=batch.worker_server, split=batch.trace.split)
     if run.problem:
         raise NotGraded(run.problem)
     submission.note(run.note)
@@ -75,13 +91,15 @@ def execute(submission, batch):
 
 
 def run_notebook(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, limits=None, sandboxed=True,
-                 kernel_server=None, worker_server=None):
+                 kernel_server=None, worker_server=None, split=None):
     """Run `nb` in a fresh kernel. The kernel sees only workdir/kernel (its working copy);
     workdir/control, the grader's side (instrumented notebook, status, kernelspec), stays out
     of its reach when sandboxed. `kernel_server`, a started sandbox.WarmKernels: the sandboxed
     kernel comes from its fork server, torch and matplotlib already imported. `worker_server`, a
     started WorkerServer: the process that drives the kernel is forked from it rather than
-    started from scratch."""
+    started from scratch. `split`: the assignment's test cells split (grader/split.py), made from its
+    source notebook -- never from the submission, whose own cells must not decide what runs; by
+    default `nb`'s own (for trusted notebooks)."""
     limits = limits or Limits()
     workdir = Path(workdir)
     kernel_dir, control = workdir / "kernel", workdir / "control"
@@ -92,17 +110,17 @@ def run_notebook(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, l
     runtime = Path(tempfile.mkdtemp(prefix="grader-kernel-", dir="/tmp"))
     try:
         return _run(nb, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, sandboxed,
-                    kernel_server, worker_server)
+                    kernel_server, worker_server, split if split is not None else split_notebook(nb))
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
 
 
 def _run(nb, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, sandboxed, kernel_server,
-         worker_server):
+         worker_server, split):
     kernel_name = KERNEL_NAME
     if sandboxed:
         kernel_name = write_kernelspec(control, kernel_dir, runtime, limits, kernel_server=kernel_server)
-    nbformat.write(instrument(nb), str(control / "run.ipynb"))
+    nbformat.write(instrument(nb, split, control), str(control / "run.ipynb"))
     code_cells = sum(cell.cell_type == "code" for cell in nb.cells)
     total_timeout = total_timeout or min(cell_timeout * (code_cells + 2), TOTAL_TIMEOUT_MAX_S)
     env = dict(os.environ, **GRADED_RUN_ENV,

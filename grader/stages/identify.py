@@ -6,14 +6,19 @@ roster, the LMS's identity must match one roster student: by LMS user id, id, e-
 part, and for Canvas and Moodle by name when no id matches. A submission from someone not on the
 roster is reported and not graded; roster students who sent nothing, now or in an earlier
 download of the same assignment, are listed as missing (unless excused: grader/term.py). With
---groups, a file named after a group is graded for each of its members (grader/groups.py)."""
+--groups, a file named after a group is graded for each of its members (grader/groups.py); a Moodle
+worksheet of team submissions names each team's members itself (its Group column), and each
+member's own row gives their participant number (what Moodle's feedback upload matches), their
+extension and Moodle's late verdict. Canvas's anonymous names reach the roster through the user id
+that the admin's submissions JSON pairs with each anonymous id; names nothing reveals are graded
+under the LMS's anonymous id, and a warning says how to reveal them."""
 import re
 import warnings
 from pathlib import Path
 
 from .. import compat, term
-from ..groups import join_members, read_groups, split_groups
-from ..lms import DEFAULT_TEAM, SAFE_ID
+from ..groups import join_members, read_groups, split_groups, worksheet_groups
+from ..lms import DEFAULT_TEAM, SAFE_ID, default_team
 from ..roster import load_roster
 from ..submission import Status, Submission
 
@@ -23,15 +28,22 @@ def identify(intake, batch):
     `intake.strangers`, the roster students with nothing graded `intake.missing`."""
     roster = load_roster(batch.course)
     members = not_graded = []
-    if batch.options.groups:
-        groups = read_groups(batch.options.groups)
+    groups = read_groups(batch.options.groups) if batch.options.groups else \
+        worksheet_groups(intake.worksheet, batch.options.worksheet) if intake.preset == "moodle" else None
+    if groups is not None:
         intake.submissions, members, not_graded = split_groups(intake.submissions, groups, roster)
     intake.submissions, intake.strangers, missing = match_roster(intake.submissions, roster)
-    if batch.options.groups:
+    if groups is not None:
         intake.submissions = join_members(intake.submissions, members, describe)
         intake.strangers += not_graded
         graded = {s.student for s in intake.submissions}
         missing = [s for s in missing if s.id not in graded]
+    if intake.worksheet:
+        by_id = {s.id: s for s in roster or []}
+        for submission in intake.submissions:
+            if submission.preset == "moodle" and submission.group:
+                _member_row(submission, intake.worksheet, by_id.get(submission.student))
+    intake.warnings += _anonymous_warnings(intake.submissions, roster)
     graded_before = _students_with_submissions(batch.course_db, batch.assignment_id) if missing else set()
     excused = term.excused(batch.course, batch.assignment_id) if missing else set()
     intake.missing = [Submission(s.id, status=Status.MISSING, reason=f"{s.display}: no submission")
@@ -47,20 +59,78 @@ def default_id(submission):
     """The id of a student when there is no roster (or the LMS hides who it is)."""
     if submission.preset == "moodle" and anonymous(submission):
         return f"participant_{submission.login}"
+    login = submission.lms_user_id or submission.login
     if submission.preset in ("canvas", "moodle") and submission.name:
-        return SAFE_ID.sub("_", f"{_slug(submission.name)}_{submission.login}")
-    return SAFE_ID.sub("_", submission.login)
+        return SAFE_ID.sub("_", f"{_slug(submission.name)}_{login}")
+    return SAFE_ID.sub("_", login)
 
 
 def anonymous(submission):
-    """The LMS hides who this is (Canvas anonymous grading: anon_<id>; Moodle blind marking:
-    Participant_<n>, its records not saying more)."""
-    return (submission.preset == "canvas" and submission.login.startswith("anon_")) or \
-        (submission.preset == "moodle" and submission.name.lower() in ("participant", ""))
+    """The LMS hides who this is (Canvas anonymous grading: anon_<id>, unless its records paired it
+    with the user id; Moodle blind marking: Participant_<n>, its records not saying more)."""
+    return (submission.preset == "canvas" and submission.login.startswith("anon_") and not submission.lms_user_id) \
+        or (submission.preset == "moodle" and submission.name.lower() in ("participant", ""))
+
+
+def _anonymous_warnings(submissions, roster):
+    """What to do about submissions graded under the LMS's anonymous ids."""
+    hidden = [s for s in submissions if anonymous(s)]
+    reach = ("they reach no roster student, so no export, Canvas gradebook or feedback zip carries them, and nobody "
+             "is called missing" if roster is not None else "their ids match no other assignment's")
+    warnings = []
+    canvas = [s.login for s in hidden if s.preset == "canvas"]
+    if canvas:
+        warnings.append(
+            f"{_count(canvas)} anonymous (Canvas's anonymous grading: {', '.join(canvas[:3])}"
+            f"{' ...' if len(canvas) > 3 else ''}) and graded under the LMS's ids: {reach}. To grade them as the "
+            "students they are, give --times the submissions JSON saved by an account with administrator access "
+            "(only it pairs each anonymous_id with its user_id), or download the submissions again once Canvas shows "
+            "the students' names (grades posted, or anonymous grading turned off) and grade that download")
+    moodle = [s.login for s in hidden if s.preset == "moodle"]
+    if moodle:
+        warnings.append(
+            f"{_count(moodle)} anonymous (Moodle's blind marking: Participant {', '.join(moodle[:3])}"
+            f"{' ...' if len(moodle) > 3 else ''}) and graded under the LMS's ids: {reach}. To grade them as the "
+            "students they are, reveal the student identities in Moodle (View all submissions > Grading action > "
+            "Reveal student identities), download the grading worksheet again and give it with --worksheet")
+    return warnings
+
+
+def _count(logins):
+    return "1 submission is" if len(logins) == 1 else f"{len(logins)} submissions are"
+
+
+def _member_row(member, worksheet, student=None):
+    """A Moodle team member's own row of the worksheet (by e-mail, else by name, among their team's
+    rows): their participant number names their feedback as Moodle's upload reads it (it gives each
+    file to the one participant its name carries: mod/assign/feedback/file/importziplib.php), their
+    extension and Moodle's late verdict are their own."""
+    team = _slug(default_team(member.group))
+    rows = [r for r in worksheet.values() if _slug(default_team(r.group)) == team] or list(worksheet.values())
+    emails = {e.strip().lower() for e in (member.email, student.email if student else "") if e}
+    hits = [r for r in rows if r.email and r.email.strip().lower() in emails]
+    if not hits:
+        names = {_slug(member.name)} | ({_slug(student.first_name + student.last_name)} if student else set())
+        hits = [r for r in rows if r.name and _slug(r.name) in names - {""}]
+    if len(hits) != 1:
+        member.note("no row of the worksheet is theirs alone: their feedback is left out of Moodle's zip")
+        return
+    row = hits[0]
+    member.lms_name = f"{moodle_prefix(row.name)}_{row.key}_assignsubmission_file"
+    member.submitted_at = row.submitted_at or member.submitted_at
+    if row.late is not None:
+        member.lms_late = row.late
+    member.lms_records_read, member.lms_extension = True, row.extension
+
+
+def moodle_prefix(name):
+    """A participant's name as Moodle's download writes it before the number (its _ made spaces,
+    characters a file name cannot hold dropped: mod/assign/classes/downloader.php)."""
+    return re.sub(r"\s+", " ", re.sub(r'[_/\\:*?"<>|]', " ", name)).strip() or "Participant"
 
 
 def _candidates(submission, roster):
-    login = submission.login.strip().lower()
+    login = (submission.lms_user_id or submission.login).strip().lower()
     # Moodle's number is the assignment's own participant id, never a user id or roster id
     keys = [] if submission.preset == "moodle" else [
         lambda s: s.lms_user_id, lambda s: s.id, lambda s: s.email, lambda s: s.email.split("@")[0] if s.email else ""]
@@ -85,6 +155,8 @@ def describe(submission):
             "classroom": "GitHub user"}
     who = what.get(submission.preset, "login")
     name = f"{submission.name} " if submission.name and submission.name != submission.login else ""
+    if submission.lms_user_id:
+        return f"{name}({who} {submission.lms_user_id}, anonymous as {submission.login})"
     return f"{name}({who} {submission.login})"
 
 

@@ -2,15 +2,14 @@
 
 A passing test cell gets a one-line confirmation, a failing one an error output whose only
 text is the judge's message (never the hidden test source); nbgrader's SaveAutoGrades then
-scores the cells exactly as it always does, into this submission's own gradebook. A cell whose
-verdicts disagree (judge.py) is flagged for a manual grade there, and the submission says so."""
+scores the cells exactly as it always does, into this submission's own gradebook."""
 import logging
 
 import nbformat
 from nbgrader.preprocessors import LimitOutput, SaveAutoGrades
 from traitlets.config import Config
 
-from .. import cells, compat
+from .. import cells
 from ..submission import TEMPLATE_STUDENT, Status
 
 
@@ -23,23 +22,10 @@ def score(submission, batch):
     submission.autograded = submission.workdir / f"{aid}.ipynb"
     nbformat.write(graded, str(submission.autograded))
     points = cells.test_points(submission.notebook)
-    submission.review = [v.grade_id for v in submission.verdicts if v.disagree]
-    if submission.review:
-        flag_for_review(submission.review, aid, submission.db_url)
-        submission.note("verdicts disagree: review " + ", ".join(submission.review))
     submission.failed = [v.grade_id for v in submission.verdicts if not v.passed]
     submission.score = sum(points.get(v.grade_id, 0) for v in submission.verdicts if v.passed)
     submission.status = Status.GRADED
     return submission
-
-
-def flag_for_review(grade_ids, assignment_id, db_url, student=TEMPLATE_STUDENT):
-    """Cells whose check passed in the student's kernel but not against the reference: no points
-    yet, and flagged for a manual grade, so the total stays provisional until the instructor looks."""
-    with compat.gradebook(db_url) as gb:
-        for grade_id in grade_ids:
-            gb.find_grade(grade_id, assignment_id, assignment_id, student).needs_manual_grade = True
-        gb.db.commit()
 
 
 def verdict_outputs(verdict):

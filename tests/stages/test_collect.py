@@ -1,6 +1,8 @@
 """collect: one notebook per student from whatever the instructor was given -- a folder, a zip as
 an LMS gives it, nbgrader's submitted/ or exchange layout; the latest attempt graded, the others
 listed; names no preset reads listed as unrecognised, never dropped; a zip never writes outside."""
+import datetime
+import json
 import zipfile
 
 import nbformat
@@ -230,3 +232,83 @@ def test_a_file_named_zip_that_is_not_one_says_so(collected, tmp_path):
     (download / "Jane Doe_4711_assignsubmission_file" / "work.zip").write_text("not a zip")
     [jane] = collected(download, lms="moodle").submissions
     assert jane.path is None and "work.zip cannot be opened as a zip" in jane.reason
+
+
+# ---- two uploads of one name; records that cover part of the download ----
+
+def _nb_with(path, source):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), str(path))
+
+
+def test_two_versions_of_one_name_in_a_moodle_submission_are_never_guessed(collected, tmp_path):
+    """Moodle's file picker names an upload whose name is taken "name (1).ext"
+    (lib/filestorage/file_storage.php, get_unused_filename); the download stamps every entry with the
+    moment it is built (core_files zip_writer, addFileFromStream) and the worksheet has one time for
+    the whole submission: nothing says which of the two came last."""
+    download = tmp_path / "moodle"
+    _nb_with(download / "Jane Doe_4711_assignsubmission_file" / f"{A1}.ipynb", "x = 1")
+    _nb_with(download / "Jane Doe_4711_assignsubmission_file" / f"{A1} (1).ipynb", "x = 2")
+    _nb_with(download / "John Smith_4712_assignsubmission_file" / f"{A1}.ipynb", "y = 1")
+    (download / "John Smith_4712_assignsubmission_file" / f"{A1} (1).ipynb").write_bytes(     # the same bytes
+        (download / "John Smith_4712_assignsubmission_file" / f"{A1}.ipynb").read_bytes())
+    _nb_with(download / "Sam Wilson_4713_assignsubmission_file" / f"{A1}.ipynb", "z = 1")
+    _nb_with(download / "Sam Wilson_4713_assignsubmission_file" / "scratch.ipynb", "z = 2")
+    found = {s.login: s for s in collected(download, lms="moodle").submissions}
+    jane = found["4711"]
+    assert jane.path is None and f"two versions of {A1}.ipynb in one submission" in jane.reason
+    assert f"{A1} (1).ipynb" in jane.reason and "--student" in jane.reason
+    john = found["4712"]
+    assert john.path is not None and any("identical copies" in note for note in john.notes)
+    sam = found["4713"]
+    assert sam.path.name == f"{A1}.ipynb"
+    [note] = sam.notes
+    assert note.startswith(f"graded {A1}.ipynb (the assignment's name; nothing records which file came last)")
+    assert "latest" not in note, "no time ordered them: the table must not call the graded file the latest"
+
+
+def _page(path, users, anonymous=False):
+    """One page of GET /api/v1/courses/:course_id/assignments/:assignment_id/submissions (the Submission
+    objects of the API's documentation; anonymous_id only for an administrator's token)."""
+    path.write_text(json.dumps([{"user_id": uid, "submitted_at": "2026-10-01T21:00:00Z", "late": False,
+                                 **({"anonymous_id": f"an{uid}"} if anonymous else {})} for uid in users]))
+    return path
+
+
+def test_times_that_cover_part_of_the_download_are_named_and_counted(collected, tmp_path):
+    """Canvas's API answers a page at a time (10 unless per_page says more, and per_page is capped);
+    saving the URL once keeps the first page: the students on later pages would be "time unknown"
+    without a word."""
+    names = [f"student{uid}_{uid}_{5000 + uid}_{A1}.ipynb" for uid in range(101, 113)]
+    download = _canvas_zip(tmp_path / "download.zip", names, datetime.datetime(2026, 10, 3))
+    first = _page(tmp_path / "page1.json", range(101, 111))
+    intake = collected(download, times=str(first))
+    [warning] = intake.warnings
+    assert "hold no record of 2 of the 12 submissions in the download" in warning
+    assert "student111 (111), student112 (112)" in warning
+    assert "&page=2" in warning and "page1.json holds 10, a whole page of Canvas's API" in warning
+    assert sum(s.submitted_at is None for s in intake.submissions) == 2
+    second = _page(tmp_path / "page2.json", [111, 112])
+    intake = collected(download, times=(str(first), str(second)))
+    assert intake.warnings == [] and all(s.submitted_at for s in intake.submissions)
+
+
+def test_a_worksheet_that_matches_no_folder_says_so(collected, tmp_path):
+    download = tmp_path / "moodle"
+    _nb(download / f"Jane Doe_4711_assignsubmission_file/{A1}.ipynb")
+    worksheet = tmp_path / "worksheet.csv"
+    worksheet.write_text('Identifier,"Full name",Status,"Last modified (submission)"\n'
+                         '"Participant 9001","Ann Other",Submitted,"Thursday, 1 October 2026, 8:00 PM"\n')
+    [warning] = collected(download, worksheet=str(worksheet), lms_timezone="UTC").warnings
+    assert "the worksheet (worksheet.csv) has no row for 1 of the 1 submissions" in warning
+    assert "Jane Doe (4711)" in warning and "this assignment's worksheet" in warning
+
+
+def test_an_anonymous_canvas_file_gets_its_user_from_the_admins_json(collected, tmp_path):
+    download = _canvas_zip(tmp_path / "download.zip",
+                           [f"anon_an101_5001_{A1}.ipynb", f"LATE_anon_an102_5002_{A1}.ipynb"],
+                           datetime.datetime(2026, 10, 3))
+    found = {s.login: s for s in collected(download, times=str(_page(tmp_path / "p.json", [101, 102],
+                                                                       anonymous=True))).submissions}
+    assert found["anon_an101"].lms_user_id == "101" and found["anon_an102"].lms_user_id == "102"
+    assert found["anon_an101"].submitted_at is not None

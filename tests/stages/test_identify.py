@@ -91,3 +91,33 @@ def test_anonymous_submissions_are_graded_under_the_lms_id_and_nobody_is_called_
     assert sorted(s.student for s in submissions) == ["anon_acJ4Q", "participant_4711"]
     assert all("anonymous in the LMS" in " ".join(s.notes) for s in submissions)
     assert strangers == [] and missing == [], "under anonymous grading nobody can tell who has not submitted"
+
+
+def test_an_anonymous_canvas_name_with_its_user_id_reaches_the_roster():
+    """The admin's submissions JSON pairs anonymous_id with user_id (collect sets lms_user_id): the
+    anonymous file is the roster student whose lms_user_id it is, and the others are missing again."""
+    paired = Submission("anon_acJ4Q", None, login="anon_acJ4Q", preset="canvas", lms_user_id="101")
+    [jane], strangers, missing = match_roster([paired], ROSTER)
+    assert jane.student == "jdoe" and strangers == []
+    assert [s.id for s in missing] == ["bkim", "swilson"]
+    stranger = Submission("anon_zz9", None, login="anon_zz9", preset="canvas", lms_user_id="999")
+    _, [unknown], _ = match_roster([stranger], ROSTER)
+    assert "(Canvas user 999, anonymous as anon_zz9)" in unknown.student
+    assert default_id(Submission("anon_acJ4Q", None, login="anon_acJ4Q", name="Doe, Jane", preset="canvas",
+                                 lms_user_id="101")) == "doejane_101", "as the student's non-anonymous files are"
+
+
+def test_names_nothing_reveals_are_graded_under_the_lms_id_with_the_way_out(course, tmp_path):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,first_name,last_name,lms_user_id\njdoe,Jane,Doe,101\nswilson,Sam,Wilson,103\n")
+    with open_batch(course, tmp_path) as batch:
+        import_roster(batch.course, roster)
+        intake = identify(Intake(tmp_path, submissions=[sent("anon_acJ4Q"), sent("anon_bbb22"),
+                                                        sent("4711", "Participant", preset="moodle")]), batch)
+    canvas, moodle = intake.warnings
+    assert canvas.startswith("2 submissions are anonymous (Canvas's anonymous grading: anon_acJ4Q, anon_bbb22) "
+                             "and graded under the LMS's ids")
+    assert moodle.startswith("1 submission is anonymous (Moodle's blind marking: Participant 4711)")
+    assert "no export, Canvas gradebook or feedback zip carries them" in canvas
+    assert "administrator access" in canvas and "download the submissions again" in canvas
+    assert "Reveal student identities" in moodle and "--worksheet" in moodle

@@ -27,17 +27,25 @@ def test_equal_and_raises_and_forbidden():
     assert "built-in attention" in compare_no_forbidden_ops(["scaled_dot_product_attention"])
 
 
-def _trusted():
-    obs = [{"kind": "equal", "what": "shape", "hint": "think", "options": {}, "expected": (2, 3)},
-           {"kind": "close", "what": "values", "hint": None, "options": {"atol": 1e-5, "rtol": 1e-4},
-            "expected": torch.zeros(2)}]
+def _trusted(hidden=False):
+    obs = [{"site": 0, "kind": "equal", "what": "shape", "hint": "think", "options": {}, "expected": (2, 3),
+            "hidden": hidden},
+           {"site": 1, "kind": "close", "what": "values", "hint": None, "options": {"atol": 1e-5, "rtol": 1e-4},
+            "expected": torch.zeros(2), "hidden": hidden}]
     return {"grade_id": "t", "observations": obs, "error": None}
 
 
-def _student(*actuals, error=None):
-    kinds = [("equal", "shape"), ("close", "values")]
-    return {"grade_id": "t", "error": error, "observations": [
-        {"kind": k, "what": w, "actual": a} for (k, w), a in zip(kinds, actuals)]}
+def _student(*answers, error=None):
+    """The kernel's record: the answer at each site, or what the call raised."""
+    observations = []
+    for site, answer in enumerate(answers):
+        observations.append({"site": site, **answer} if isinstance(answer, dict) and "raised" in answer
+                            else {"site": site, "value": answer})
+    return {"version": 2, "grade_id": "t", "error": error, "observations": observations}
+
+
+def _raised(name, message="", where=None):
+    return {"type": name, "raised": [name, "Exception"], "message": message, "where": where, "test_line": None}
 
 
 def test_judge_passes_only_matching_records():
@@ -49,33 +57,56 @@ def test_judge_passes_only_matching_records():
 
 def test_judge_fails_missing_stopped_or_diverging_records():
     assert "did not run" in judge_cell(_trusted(), None).message
-    stopped = judge_cell(_trusted(), _student((2, 3), error={"type": "NotImplementedError", "message": "x"}))
+    stopped = judge_cell(_trusted(), _student((2, 3), error=_raised("NotImplementedError", "x")))
     assert not stopped.passed and "NotImplementedError" in stopped.message
     diverged = _student((2, 3), torch.zeros(2))
-    diverged["observations"][1]["what"] = "something else"
+    diverged["observations"][1]["site"] = 5
     assert "different way" in judge_cell(_trusted(), diverged).message
     corrupt = _student((2, 3), "not a tensor")
     assert not judge_cell(_trusted(), corrupt).passed
+    assert not judge_cell(_trusted(), {"observations": "nonsense", "error": 3}).passed
+
+
+def test_an_answer_that_raised_fails_its_check_with_the_students_error_when_visible():
+    verdict = judge_cell(_trusted(), _student((2, 3), _raised("RuntimeError", "shapes do not match", "f, line 3")))
+    assert not verdict.passed
+    assert "values: your code raised RuntimeError: shapes do not match" in verdict.message
+    assert "in f, line 3" in verdict.message
+
+
+def test_a_hidden_check_shows_nothing_the_students_code_produced():
+    """A hidden check reports what was expected and the likely mistake, never the student's values,
+    exception message, exception class or code line: each could carry a hidden test out."""
+    secret = "SECRET-from-the-kernel"
+    wrong_value = judge_cell(_trusted(hidden=True), _student((2, 3), torch.full((2,), 7.25))).message
+    assert "values: values differ beyond the tolerance" in wrong_value and "7.25" not in wrong_value
+    wrong_shape = judge_cell(_trusted(hidden=True), _student((9, 9), torch.zeros(2))).message
+    assert "shape: expected (2, 3), got a different value" in wrong_shape and "9" not in wrong_shape
+    raised = judge_cell(_trusted(hidden=True), _student((2, 3), _raised("Leak" + secret, secret, secret))).message
+    assert secret not in raised and "your code raised an exception" in raised
+    builtin = judge_cell(_trusted(hidden=True), _student((2, 3), _raised("ValueError", secret))).message
+    assert "your code raised ValueError" in builtin and secret not in builtin
+    error = {**_raised("NotImplementedError", secret, secret), "test_line": None}
+    stopped = judge_cell(_trusted(hidden=True), _student((2, 3), error=error)).message
+    assert "not implemented yet" in stopped and secret not in stopped
+
+
+def test_a_hidden_raises_check_names_only_pythons_own_exceptions():
+    trusted = {"grade_id": "t", "error": None, "observations": [
+        {"site": 0, "kind": "raises", "what": "bad d_model", "hint": None, "options": {}, "expected": "ValueError",
+         "hidden": True}]}
+    assert judge_cell(trusted, _student(_raised("ValueError"))).passed
+    assert "returned normally" in judge_cell(trusted, _student(None)).message
+    other = judge_cell(trusted, _student(_raised("KeyError", "x"))).message
+    assert "expected a ValueError, but your code raised KeyError" in other and "x" not in other.split("KeyError")[-1]
+    custom = judge_cell(trusted, _student(_raised("MyLeakyError", "x"))).message
+    assert "MyLeakyError" not in custom and "another exception" in custom
 
 
 def test_static_findings_fail_the_forbidden_call_check():
     trusted = {"grade_id": "t", "error": None, "observations": [
-        {"kind": "no_forbidden_ops", "what": "sdpa", "hint": None, "options": {}, "expected": None}]}
-    student = {"grade_id": "t", "error": None, "observations": [
-        {"kind": "no_forbidden_ops", "what": "sdpa", "actual": ["mm", "softmax"]}]}
-    assert judge_cell(trusted, student).passed
-    assert not judge_cell(trusted, student, ["line 3: uses .scaled_dot_product_attention"]).passed
-
-
-def test_a_check_that_passed_in_the_students_kernel_but_fails_here_asks_for_review():
-    """The net under the next false failure: the student saw the check pass (`passed_here`), the
-    reference's recorded value says otherwise. The cell fails, flagged for review, and says why."""
-    passed_there = _student((2, 3), torch.ones(2))
-    passed_there["observations"][1]["passed_here"] = True
-    verdict = judge_cell(_trusted(), passed_there)
-    assert not verdict.passed and verdict.disagree
-    assert "passed in your own notebook" in verdict.message and "instructor reviews" in verdict.message
-    failed_there = _student((2, 3), torch.ones(2))
-    failed_there["observations"][1]["passed_here"] = False
-    assert not judge_cell(_trusted(), failed_there).disagree, "it failed in the notebook too: no disagreement"
-    assert not judge_cell(_trusted(), _student((2, 3), torch.ones(2))).disagree, "no local verdict recorded"
+        {"site": 0, "kind": "no_forbidden_ops", "what": "sdpa", "hint": None, "options": {}, "expected": None,
+         "hidden": False}]}
+    assert judge_cell(trusted, _student(["mm", "softmax"])).passed
+    assert not judge_cell(trusted, _student(["mm", "softmax"]), ["line 3: uses .scaled_dot_product_attention"]).passed
+    assert not judge_cell(trusted, _student(["aten.scaled_dot_product_attention"])).passed

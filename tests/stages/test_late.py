@@ -10,7 +10,7 @@ from traitlets.config import Config
 
 from grader.stages.late import PerDayPenalty, describe_penalty, late, penalty_config
 from grader.stages.merge import merge
-from support.grading import DUE, grade_without_kernel, submission_file
+from support.grading import A1, DUE, grade_without_kernel, submission_file
 
 HOUR = datetime.timedelta(hours=1)
 
@@ -79,3 +79,27 @@ def test_the_options_and_the_course_configuration():
     taken = penalty_config(course_config=course)
     assert describe_penalty(taken) == "5% per started day late" and "Exchange" not in taken
     assert describe_penalty(penalty_config(course_config=None)) == "none (late work is flagged only)"
+
+
+def test_an_extension_in_the_lms_applies_and_one_given_here_takes_precedence(graded, a1_batch, monkeypatch):
+    """Moodle's worksheet grants Bo an extension to DUE + 3 days ("Extension granted until: ..."):
+    submitted 30 h after the due date, he is on time. An extension given here (1 day) takes
+    precedence, and his row says so; a later worksheet without the extension takes it back."""
+    from grader import term
+    monkeypatch.setattr(a1_batch, "penalty_config", penalty_config("zero"))
+    in_lms = DUE + 3 * 24 * HOUR
+    moodle = dataclasses.replace(graded, student="lms_extension", submitted_at=DUE + 30 * HOUR, notes=[],
+                                 lms_extension=in_lms, lms_records_read=True)
+    on_time = late(merge(moodle, a1_batch), a1_batch)
+    assert (on_time.late, on_time.penalty) == (False, 0)
+    assert on_time.notes == [f"extension in the LMS: due {in_lms.astimezone():%Y-%m-%d %H:%M}"]
+    assert term.extension(a1_batch.course, A1, "lms_extension", DUE) == 3 * 24 * HOUR, "kept for the export"
+    term.record_extension(a1_batch.course, A1, "lms_extension", days=1)
+    again = late(merge(dataclasses.replace(moodle, notes=[]), a1_batch), a1_batch)
+    assert again.late is True and again.seconds_late == pytest.approx(6 * 3600, abs=1) and again.penalty > 0
+    assert again.notes == [f"extension given here (1 day) takes precedence over the LMS's (until "
+                           f"{in_lms.astimezone():%Y-%m-%d %H:%M})"]
+    term.remove_extension(a1_batch.course, A1, "lms_extension")
+    revoked = dataclasses.replace(moodle, notes=[], lms_extension=None)     # the worksheet no longer grants it
+    assert late(merge(revoked, a1_batch), a1_batch).late is True
+    assert term.lms_extension(a1_batch.course, A1, "lms_extension") is None

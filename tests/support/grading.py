@@ -32,8 +32,9 @@ def submission_file(course, folder, student, kind="perfect"):
 
 
 def execute_in_process(submission, batch):
-    """Stands in for the execute stage: the sanitized notebook run by the trusted in-process runner."""
-    records, _ = run_in_process(submission.notebook)
+    """Stands in for the execute stage: the sanitized notebook run by the trusted in-process runner,
+    each test cell's kernel code from the batch's split, as the execute stage sends it."""
+    records, _ = run_in_process(submission.notebook, split=batch.trace.split)
     submission.execution = Execution(submission.notebook, records)
     return submission
 

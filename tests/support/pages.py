@@ -1,0 +1,29 @@
+"""Reading an HTML page the grader wrote as a browser would: what in it could run or navigate."""
+from html.parser import HTMLParser
+
+# elements that load, submit or run something of their own
+ACTIVE_TAGS = ("iframe", "frame", "object", "embed", "form", "base", "svg")
+
+
+def live_markup(page):
+    """What in `page` could run or navigate: scripts (the page's own MathJax ones apart), event
+    handlers, frames, forms, objects, inline SVG, refreshes, javascript: and data:text links."""
+    found = []
+
+    class Finder(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            attrs = dict(attrs)
+            mathjax = "mathjax" in (attrs.get("src") or "") or attrs.get("type") == "text/x-mathjax-config"
+            if tag == "script" and not mathjax:
+                found.append(f"<script {attrs}>")
+            if tag in ACTIVE_TAGS or (tag == "meta" and "http-equiv" in attrs):
+                found.append(f"<{tag}>")
+            for name, value in attrs.items():
+                link = (value or "").strip().lower()
+                if name.startswith("on"):
+                    found.append(f"{tag} {name}=")
+                if name in ("href", "src", "action") and link.startswith(("javascript:", "data:text")):
+                    found.append(f"{tag} {name}={value}")
+
+    Finder().feed(page)
+    return found
