@@ -426,7 +426,8 @@ def build_parser():
                                             "and a CSV; evidence to read, never a verdict")
     p.add_argument("id")
     p.add_argument("--threshold", type=float, default=None, metavar="PERCENT", help="flag a pair when this share "
-                   "of either side's own code matches the other (default 50)")
+                   "of either side's own code matches the other (default 50); for a7, whose Triton kernels share their "
+                   "idioms whoever writes them, 75")
     p.add_argument("--min-tokens", type=int, default=None, help="and the matching code holds at least this many "
                    "tokens (default 100, about four lines)")
     _grading_folder(p)

@@ -12,7 +12,13 @@ shown as an image (an <img> never runs a script), JavaScript and widgets dropped
 MathJax, which the page loads with its Safe extension (no `javascript:` in \\href).
 
 The cleaning is bleach's (nbconvert depends on it for its own, stricter `sanitize_html`, which
-shows headings and paragraphs as text)."""
+shows headings and paragraphs as text).
+
+The page is also made accessible (WCAG 2.1 AA, docs/accessibility.md), here and only here: PAGE_TEMPLATE
+extends nbgrader's feedback template, gives `<html>` its language, makes the score at the top the first
+heading and adds page_css() after nbgrader's styles: code highlighted in CodeStyle (every colour at least
+4.5:1 on its background), links underlined, the cells' headings in white on a darker blue, code and
+outputs wrapped at the page's width. Every page of every assignment and lab is made here."""
 import base64
 import copy
 
@@ -20,6 +26,9 @@ import bleach
 from bleach.css_sanitizer import CSSSanitizer
 from jinja2 import pass_context
 from nbconvert.exporters import HTMLExporter
+from pygments.formatters import HtmlFormatter
+from pygments.style import Style
+from pygments.token import Comment, Error, Generic, Keyword, Name, Number, Operator, String, Token
 
 ALLOWED_TAGS = frozenset({
     "a", "abbr", "b", "blockquote", "br", "caption", "code", "col", "colgroup", "dd", "del", "details", "div", "dl",
@@ -77,8 +86,117 @@ def _text(value):
     return "".join(value) if isinstance(value, list) else str(value)
 
 
+# ---- the page's look: WCAG 2.1 AA ----
+
+CODE_BACKGROUND = "#f5f5f5"    # bootstrap's <pre>, which nbgrader's page loads: the code's background
+TEXT = "#1f1f1f"
+LINK = "#1d4f7c"               # 7.8:1 on the code's grey, 8.5:1 on white
+HEADING = "#286090"            # a cell's heading: white text on it, 6.6:1
+LATE = "#a8322c"               # the late penalty, on the score panel's grey (nbgrader's #d2413a: 4.2:1)
+# every (text, background) pair PAGE_CSS sets, each at least 4.5:1 (tests/test_accessibility.py)
+COLOURS = {
+    "code text": (TEXT, CODE_BACKGROUND),
+    "link": (LINK, "#ffffff"),
+    "link on grey": (LINK, CODE_BACKGROUND),
+    "cell heading": ("#ffffff", HEADING),
+    "late penalty": (LATE, CODE_BACKGROUND),
+}
+
+class CodeStyle(Style):
+    """The feedback page's code colours: Pygments' default hues, darkened where they fell short, so that
+    each is at least 4.5:1 on CODE_BACKGROUND (and on white); bold and italics as Pygments' default."""
+    background_color = CODE_BACKGROUND
+    highlight_color = "#ffffcc"
+    styles = {
+        Token: TEXT,
+        Comment: "italic #356868",
+        Comment.Preproc: "noitalic #7a5000",
+        Keyword: "bold #007000",
+        Keyword.Pseudo: "nobold",
+        Keyword.Type: "nobold #a0003a",
+        Operator: "#555555",
+        Operator.Word: "bold #7d1dc0",
+        Name.Builtin: "#007000",
+        Name.Function: "#0000ff",
+        Name.Class: "bold #0000ff",
+        Name.Namespace: "bold #0000ff",
+        Name.Exception: "bold #b0322c",
+        Name.Variable: "#19177c",
+        Name.Constant: "#880000",
+        Name.Label: "#5f5f00",
+        Name.Entity: "bold #5f5f5f",
+        Name.Attribute: "#566619",
+        Name.Tag: "bold #007000",
+        Name.Decorator: "#7d1dc0",
+        String: "#a81d1d",
+        String.Doc: "italic",
+        String.Interpol: "bold #904e68",
+        String.Escape: "bold #8f4c16",
+        String.Regex: "#904e68",
+        String.Symbol: "#19177c",
+        String.Other: "#007000",
+        Number: "#555555",
+        Generic.Heading: "bold #000080",
+        Generic.Subheading: "bold #800080",
+        Generic.Deleted: "#a00000",
+        Generic.Inserted: "#007400",
+        Generic.Error: "#c00000",
+        Generic.Emph: "italic",
+        Generic.Strong: "bold",
+        Generic.EmphStrong: "bold italic",
+        Generic.Prompt: "bold #000080",
+        Generic.Output: "#5f5f5f",
+        Generic.Traceback: "#0033b3",
+        Error: "border:#ff0000",
+    }
+
+
+def page_css():
+    """What the page adds after nbgrader's styles (which inline Pygments' default colours and bootstrap's
+    links, told apart by colour alone): the code in CodeStyle, underlined links, darker cell headings that
+    grow with their content (nbgrader fixes them at 37px: on a phone the score fell out of the heading, white
+    on grey), a darker late penalty, and code and outputs wrapped at the page's width (WCAG 1.4.10: no box
+    to scroll sideways, which a keyboard could not reach)."""
+    code = HtmlFormatter(style=CodeStyle).get_style_defs(".highlight")
+    return f"""{code}
+.highlight pre {{ color: {TEXT}; background-color: {CODE_BACKGROUND}; }}
+pre {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
+a, a:hover, a:focus {{ color: {LINK}; text-decoration: underline; }}
+.panel-primary > .panel-heading {{ background-color: {HEADING}; border-color: {HEADING}; }}
+.panel-primary {{ border-color: {HEADING}; }}
+div.nbgrader_cell .panel-heading {{ height: auto; display: flow-root; }}
+div.nbgrader_cell .panel-heading a {{ color: #ffffff; }}
+li.late-penalty {{ color: {LATE}; }}
+"""
+
+
+# nbgrader's feedback template (nbgrader/server_extensions/formgrader/templates/feedback), whose header
+# writes a bare <html>: given the page's language (nbconvert's language_code, "en") and PAGE_CSS last; the
+# score at the top (nbgrader's first <h4>, before any heading of the notebook's) a first-level heading in
+# the h4's look, so that the notebook's own headings follow it in order
+PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block header -%}
+{{ super() | replace('<html>', '<html lang="' ~ resources.language_code ~ '">', 1)
+           | replace('</head>', '<style>' ~ resources.course_page_css ~ '</style>\n</head>', 1) }}
+{%- endblock header -%}
+{%- block body -%}
+{{ super() | replace('<h4>', '<h1 class="h4">', 1) | replace('</h4>', '</h1>', 1) }}
+{%- endblock body -%}
+"""
+
+
 class FeedbackExporter(HTMLExporter):
-    """nbconvert's HTML exporter, with every Markdown cell cleaned and every output made inert."""
+    """nbconvert's HTML exporter, with every Markdown cell cleaned and every output made inert, in
+    nbgrader's feedback template made accessible (PAGE_TEMPLATE)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.raw_template = PAGE_TEMPLATE
+
+    def _init_resources(self, resources):
+        resources = super()._init_resources(resources)
+        resources["course_page_css"] = page_css()
+        return resources
 
     @pass_context
     def markdown2html(self, context, source):

@@ -26,13 +26,17 @@ float64 precision, for code that computes in float32 inside as many libraries do
 exactly those cells, and keep every other point.
 """
 import ast
+import contextlib
 import importlib.util
 import inspect
+import os
 import re
 import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+
+from .sandbox import GRADED_RUN_ENV
 
 
 @dataclass
@@ -76,24 +80,49 @@ def alternative(replaces, how, cpu_only="", loses=()):
     return mark
 
 
+MARKERS = ("mutant", "alternative")   # the catalogues' own decorators, left out of what an entry defines
+
+
+def _is_marker(decorator):
+    call = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return getattr(call, "id", getattr(call, "attr", None)) in MARKERS
+
+
 def _rebinding_source(obj, target, preamble):
+    """Code that defines `obj` under the name `target`, with its decorators but the catalogue's (a Triton
+    kernel keeps its @triton.jit), after the catalogue's imports and private helpers."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
     definition = tree.body[0]
-    definition.decorator_list = []
+    definition.decorator_list = [d for d in definition.decorator_list if not _is_marker(d)]
     definition.name = target
     return preamble + ast.unparse(tree)
 
 
+def _inspectable(code, label):
+    """`code` wrapped so that what it defines can show its source wherever it runs: the text goes into
+    linecache under a name of its own, as IPython puts a cell's. Triton's @triton.jit reads a kernel's source
+    (inspect.getsource) to compile or to interpret it."""
+    filename = f"<{label}>"
+    lines = code.splitlines(keepends=True)
+    return (f"import linecache as _linecache\n"
+            f"_linecache.cache[{filename!r}] = ({len(code)}, None, {lines!r}, {filename!r})\n"
+            f"del _linecache\n"
+            f"exec(compile({code!r}, {filename!r}, 'exec'))\n")
+
+
 def _definition_text(obj, target):
-    """The entry's source as written (comments and layout kept), without its decorator, its name
-    replaced by `target`."""
+    """The entry's source as written (comments and layout kept), without the catalogue's decorator (its
+    others stay), its name replaced by `target`."""
     text = textwrap.dedent(inspect.getsource(obj))
     definition = ast.parse(text).body[0]
-    lines = text.splitlines(keepends=True)[definition.lineno - 1:]
-    lines[0] = re.sub(rf"^(\s*(?:async\s+)?(?:def|class)\s+){re.escape(obj.__name__)}\b", rf"\g<1>{target}", lines[0])
+    first = min([d.lineno for d in definition.decorator_list if not _is_marker(d)] + [definition.lineno])
+    lines = text.splitlines(keepends=True)[first - 1:]
+    at = definition.lineno - first                     # the `def` or `class` line
+    lines[at] = re.sub(rf"^(\s*(?:async\s+)?(?:def|class)\s+){re.escape(obj.__name__)}\b", rf"\g<1>{target}",
+                       lines[at])
     # a signature over several lines: its continuation lines stay aligned with the opening parenthesis
     shift = len(target) - len(obj.__name__)
-    for i in range(1, definition.body[0].lineno - definition.lineno):
+    for i in range(at + 1, at + definition.body[0].lineno - definition.lineno):
         if shift and lines[i].startswith(" "):
             lines[i] = " " * max(0, len(lines[i]) - len(lines[i].lstrip(" ")) + shift) + lines[i].lstrip(" ")
     return "".join(lines)
@@ -114,6 +143,22 @@ def _is_grader_import(node):
     return (module or "").split(".")[0] == "grader"
 
 
+@contextlib.contextmanager
+def _as_graded_runs_import_triton():
+    """A catalogue of Triton kernels imports triton, maybe first in this process: it must see the graded runs'
+    TRITON_INTERPRET (grader/sandbox.py), since triton.language makes its own kernels at its first import."""
+    saved = os.environ.get("TRITON_INTERPRET")
+    if "TRITON_INTERPRET" in GRADED_RUN_ENV:
+        os.environ["TRITON_INTERPRET"] = GRADED_RUN_ENV["TRITON_INTERPRET"]
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = saved
+
+
 def _entries(path, marker):
     """(object name, marker value, source that rebinds the replaced names) for each marked entry."""
     if not path.exists():
@@ -121,7 +166,8 @@ def _entries(path, marker):
     spec = importlib.util.spec_from_file_location(f"{path.parent.name}_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # inspect finds a class's source through its module
-    spec.loader.exec_module(module)
+    with _as_graded_runs_import_triton():
+        spec.loader.exec_module(module)
     preamble = _preamble(path)
     found = []
     for name, obj in vars(module).items():
@@ -130,6 +176,7 @@ def _entries(path, marker):
             replaces = value[0]
             source = _rebinding_source(obj, replaces[0], preamble)
             source += "".join(f"\n{other} = {replaces[0]}" for other in replaces[1:])
+            source = _inspectable(source, f"{path.stem} {marker.strip('_')} {name}")
             found.append((name, value, source, _definition_text(obj, replaces[0])))
     return found
 

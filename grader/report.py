@@ -124,15 +124,18 @@ def build_report(course, assignment_id):
                       for o in sorted(not_graded, key=lambda o: o["student"])) or "<tr><td colspan=2>none</td></tr>"
     mean = sum(o["score"] for o in graded) / len(graded) if graded else 0.0
     bugs = lab_table(course, assignment_id, graded) if labs.is_lab(course, assignment_id) else ""
-    page = f"""<!doctype html><meta charset="utf-8"><title>{assignment_id}: class report</title>
+    page = f"""<!doctype html><html lang="en"><meta charset="utf-8"><title>{assignment_id}: class report</title>
 <style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto}}td,th{{padding:2px 12px;text-align:left}}</style>
-<h1>{assignment_id}: class report</h1>
+<main><h1>{assignment_id}: class report</h1>
 <p>{len(outcomes)} submissions; mean auto-graded score {mean:.1f} / {max_score:g}.</p>
 <img alt="score histogram and failure rates" src="data:image/png;base64,{image}" style="max-width:100%">
-{bugs}<h2>Failure rate per test</h2><table><tr><th>test</th><th>points</th><th>failed by</th></tr>{rows}</table>
-<h2>Not graded</h2><table><tr><th>student</th><th>reason</th></tr>{missing}</table>
-<h2>Students</h2><table><tr><th>student</th><th>auto-graded score</th><th>failed tests</th><th>late</th></tr>
-{students}</table>
+{bugs}<h2>Failure rate per test</h2><table><tr><th scope="col">test</th><th scope="col">points</th>
+<th scope="col">failed by</th></tr>{rows}</table>
+<h2>Not graded</h2><table><tr><th scope="col">student</th><th scope="col">reason</th></tr>{missing}</table>
+<h2>Students</h2><table><tr><th scope="col">student</th><th scope="col">auto-graded score</th>
+<th scope="col">failed tests</th><th scope="col">late</th></tr>
+{students}</table></main>
+</html>
 """
     target = course.grading_dir / "reports" / f"{assignment_id}.html"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -152,5 +155,6 @@ def lab_table(course, assignment_id, graded):
         f"<td>{html.escape(', '.join(bug.tests))}</td>"
         f"<td>{len(graded) - len(missed_by[bug.name])} of {len(graded)}</td>"
         f"<td>{html.escape(', '.join(sorted(missed_by[bug.name])) or '-')}</td></tr>" for bug in bugs)
-    return ("<h2>Bugs found by the class</h2><table><tr><th>bug</th><th>what it is</th><th>its tests</th>"
-            f"<th>found by</th><th>missed by</th></tr>{rows}</table>")
+    return ('<h2>Bugs found by the class</h2><table><tr><th scope="col">bug</th><th scope="col">what it is</th>'
+            '<th scope="col">its tests</th><th scope="col">found by</th><th scope="col">missed by</th></tr>'
+            f'{rows}</table>')

@@ -26,6 +26,8 @@ DEMO_BUGS = {
                               "state_not_carried"],
     "a6_real_models": ["ffn_width_rounded_to_nearest", "rotary_positions_from_zero", "halves_across_heads",
                        "meta_k_with_query_heads"],
+    "a7_flash_attention_triton": ["causal_end_in_key_blocks", "delta_forgotten", "float16_accumulator",
+                                  "gradients_swapped"],
 }
 LAB_DEMO_MISSES = 2   # a lab's demo students: one per bug left in, for the first bugs
 
@@ -123,7 +125,8 @@ def submission_with(course, assignment_id, chosen):
     """The perfect submission with some definitions written otherwise: `chosen` maps a name to an
     Alternative (its definition as the catalogue writes it, with the reference's docstrings, and
     above the cell's code what it needs of the catalogue's imports and private helpers) or to
-    "stub" (left as the release gives it: unanswered)."""
+    "stub" (left as the release gives it: unanswered; a helper of the reference's own that the release
+    does not define is left out)."""
     nb = perfect_submission(course, assignment_id)
     release = release_notebook(course, assignment_id)
     stubs, given = {}, set()
@@ -138,13 +141,26 @@ def submission_with(course, assignment_id, chosen):
         if not cells.is_answer_cell(cell):
             continue
         here = cells.defined_names(cell.source) or set()
+        left_out = {name for name, how in chosen.items() if how == "stub" and name in here and name not in stubs}
         replacements = [SimpleNamespace(replaces=name, definition=stubs[name] if how == "stub" else how.definition)
-                        for name, how in chosen.items() if name in here]
+                        for name, how in chosen.items() if name in here and name not in left_out]
+        if left_out:
+            cell.source = _without_definitions(cell.source, left_out)
         if replacements:
             needs = _needs(catalogue, [r.definition for r in replacements if r.definition not in stubs.values()],
                            given | here)
             cell.source = "".join(f"{text}\n\n" for text in needs) + planted_source(cell.source, replacements)
     return nb
+
+
+def _without_definitions(source, names):
+    """`source` without its top-level definitions of `names` (decorators included)."""
+    lines = source.splitlines(keepends=True)
+    for node in reversed(ast.parse(source).body):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in names:
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+            lines[start:node.end_lineno] = []
+    return "".join(lines).rstrip("\n")
 
 
 def _catalogue_of(course, assignment_id):
@@ -161,7 +177,7 @@ def _needs(catalogue, definitions, defined):
             for alias in node.names:
                 provides[(alias.asname or alias.name).split(".")[0]] = ast.get_source_segment(text, node)
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name.startswith("_"):
-            provides[node.name] = ast.get_source_segment(text, node)
+            provides[node.name] = _definition(text, node.name).rstrip("\n")    # a kernel keeps its @triton.jit
     needed, todo = [], list(definitions)
     while todo:
         used = {n.id for n in ast.walk(ast.parse(todo.pop())) if isinstance(n, ast.Name)}

@@ -37,12 +37,23 @@ class Limits:
     output_bytes_total: int = 8 * 2**20
 
 
+def _has_gpu_device():
+    """Whether this machine shows a GPU that Triton compiles for (NVIDIA's, AMD's or WSL's device nodes)."""
+    return any(Path(node).exists() for node in ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg"))
+
+
+# Triton kernels (lecture 11, a7) run in Triton's interpreter where there is no GPU, and Triton must know it
+# before it is first imported in a process: triton.language makes its own kernels (tl.max, tl.sum) at that
+# import, and much imports it early (torch.utils.flop_counter and torch._dynamo, so the kernel's prelude and
+# the warm-kernel server; a catalogue of kernels, grader/mutants.py). A sandbox never has a GPU.
+TRITON_WITHOUT_GPU = {"TRITON_INTERPRET": "1"}
+
 # What every graded run of a notebook sees, sandboxed, unsandboxed or in-process: no plot windows,
 # no progress bars, one thread per kernel (graders run side by side, and two OpenMP threads on two
-# busy cores stall on every small op), and NBGRADER_EXECUTION as nbgrader sets it, so notebooks
-# skip their timing and training demos.
+# busy cores stall on every small op), NBGRADER_EXECUTION as nbgrader sets it, so notebooks
+# skip their timing and training demos, and Triton's interpreter on a machine without a GPU.
 GRADED_RUN_ENV = {"MPLBACKEND": "Agg", "TQDM_DISABLE": "1", "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1",
-                  "NBGRADER_EXECUTION": "autograde"}
+                  "NBGRADER_EXECUTION": "autograde", **({} if _has_gpu_device() else TRITON_WITHOUT_GPU)}
 
 
 class SandboxUnavailable(RuntimeError):
@@ -85,7 +96,7 @@ class Layout:
         read_only = [d for d in SYSTEM_DIRS if Path(d).exists()] + [str(d) for d in _python_dirs()]
         env = {"HOME": str(workdir), "PATH": f"{Path(kernel_python()).parent}:/usr/bin:/bin",
                "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython", "LANG": "C.UTF-8",
-               **GRADED_RUN_ENV}
+               **GRADED_RUN_ENV, **TRITON_WITHOUT_GPU}
         return cls(read_only, [str(runtime_dir), str(workdir)], env)
 
 
@@ -190,7 +201,7 @@ class WarmKernels(ForkServer):
         # which /proc/self/environ shows whatever the kernel's os.environ says (a database URL with its
         # password, a token: nothing of the grader's may be there)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": str(folder),
-               "MPLCONFIGDIR": str(folder / "matplotlib"), **GRADED_RUN_ENV}
+               "MPLCONFIGDIR": str(folder / "matplotlib"), **GRADED_RUN_ENV, **TRITON_WITHOUT_GPU}
         server, said = cls.launch([kernel_python(), "-I", str(WARM_SERVER), str(folder / "server.sock"),
                                    str(folder / "root")], folder, timeout, env=env)
         if server is None:

@@ -47,6 +47,10 @@ from .submission import Status
 
 NOISE = 25           # copydetect's default noise threshold: runs of fewer tokens never match
 THRESHOLD = 50.0     # per cent of one side's own code in runs the other side has too
+# Where correct code is written alike whatever its author, its own default: Triton kernels of one algorithm share
+# their idioms run for run (loads masked at strided offsets, the online softmax's guarded maximum), so a7's
+# independently written alternatives reach 53% to 63% of one another, while its disguised copies reach 99%
+THRESHOLDS = {"a7_flash_attention_triton": 75.0}
 MIN_TOKENS = 100     # matching tokens a flagged pair holds at least (about four lines of code)
 SHOWN = 100          # flagged pairs shown side by side (the table and the CSV list every one)
 
@@ -289,10 +293,12 @@ def compare(works):
     return pairs
 
 
-def check_similarity(course, assignment_id, threshold=THRESHOLD, min_tokens=MIN_TOKENS):
+def check_similarity(course, assignment_id, threshold=None, min_tokens=MIN_TOKENS):
     """Compare every graded submission of the assignment with every other; write the HTML report
-    and the CSV (FOLDER/similarity/<id>.html and .csv). FileNotFoundError before any autograde."""
+    and the CSV (FOLDER/similarity/<id>.html and .csv). FileNotFoundError before any autograde.
+    `threshold` None: the assignment's own default (THRESHOLDS), else THRESHOLD."""
     started = time.time()
+    threshold = THRESHOLDS.get(assignment_id, THRESHOLD) if threshold is None else threshold
     given = given_code(course, assignment_id)
     boilerplate = frozenset(fingerprint(given.text).hashes)
     works, not_compared = collect(course, assignment_id, given, boilerplate)

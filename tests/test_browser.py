@@ -9,7 +9,7 @@ course root (see tests/support/lab.py for its layout); Debian's Chromium
      Notebook from Disk, as after pasting): Run All runs clean, Validate says "Success!";
   3. the same with sin and cos swapped: the visible test's message (what was expected, the
      hint) is shown, and Validate reports the failing cell;
-  4. the instructor's formgrader page lists the assignments a1..a6;
+  4. the instructor's formgrader page lists the assignments a1..a7;
   5. the instructor presses the Formgrader's autograde button for a submitted notebook: the
      course's sandboxed pipeline grades it (not nbgrader's unsandboxed Execute), the dialog shows
      its grade table, and the row shows the score and "needs manual grading" (written answers).
@@ -37,7 +37,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.sandbox]
 SHOTS = REPO / "out" / "browser"
 NB_REL = f"student/{AID}.ipynb"
 ASSIGNMENTS = ["a1_self_attention", "a2_multihead_masking", "a3_flops_io", "a4_kv_cache", "a5_attention_at_scale",
-               "a6_real_models"]
+               "a6_real_models", "a7_flash_attention_triton"]
 
 
 @pytest.fixture(scope="module")

@@ -200,6 +200,18 @@ def test_lecture_07_prints_the_peaks_line_the_report_reads():
     assert _gpu_report_module().parse_peaks("no such line") is None
 
 
+def test_the_report_reads_the_flash_attention_lines_of_lecture_11_and_a7():
+    """Both notebooks print `FLASH <method> <fwd|fwd+bwd> TFLOP/s: ...` lines on a GPU, none on a CPU."""
+    report = _gpu_report_module()
+    for name in report.FLASH_NOTEBOOKS:
+        source = "".join(c.source for c in cells.read(REPO / name).cells if c.cell_type == "code")
+        assert 'print(f"FLASH {name:32s}' in source, f"{name} no longer prints its FLASH lines"
+    lecture, a7 = report.FLASH_NOTEBOOKS
+    found = report.flash_lines({lecture: "device: cuda\nFLASH Triton kernel fwd TFLOP/s: L=512: 10.00\nother",
+                                a7: "Timing skipped"})
+    assert found == {lecture: ["Triton kernel fwd TFLOP/s: L=512: 10.00"]}
+
+
 def test_the_report_is_written_from_its_parts(tmp_path):
     report = _gpu_report_module()
     notebooks = [{"name": "lectures/07_flop_io_accounting.ipynb", "ok": True, "seconds": 12.5, "error": None},
@@ -216,14 +228,16 @@ def test_the_report_is_written_from_its_parts(tmp_path):
     path = tmp_path / "report.md"
     report.write_report(path, {"date": "today", "device": "Fake GPU", "torch": "2.11.0"}, notebooks,
                         {"fp32": 5e13, "tf32": 4e14, "bf16": 8e14, "bandwidth": 3e12}, ["T = 128: eager"],
-                        gate, {"status": 0, "output": ""}, bench_json, "nbgrader not installed", ok=False)
+                        gate, {"status": 0, "output": ""}, bench_json, "nbgrader not installed", ok=False,
+                        flash={"lectures/11_from_tiles_to_a_kernel.ipynb": ["Triton kernel fwd TFLOP/s: L=512: 10.00"]})
     text = path.read_text()
     for expected in ("# GPU report (FAILED)", "| device | Fake GPU |",
                      "| lectures/07_flop_io_accounting.ipynb | ok | 12.5 |",
                      "CellExecutionError: boom", "| bf16 | 800.0 | 267 |", "3.00 TB/s", "T = 128: eager",
                      "| reference_graph | 4000 |", "8.00x HF GPT-2 generate (dynamic cache)",
                      "2.00x HF GPT-2 with its static cache", "skipped reference_fast: a reason",
-                     "passed (exit status 0", "skipped: nbgrader not installed"):
+                     "passed (exit status 0", "skipped: nbgrader not installed",
+                     "Triton kernel fwd TFLOP/s: L=512: 10.00"):
         assert expected in text, expected
 
 

@@ -1,8 +1,9 @@
 """Hosted-runtime fidelity: every lecture and every solution notebook runs top
 to bottom in an environment holding only what Colab and Kaggle provide -- torch, matplotlib,
-numpy and ipykernel -- with no repo code importable, each notebook copied alone into an empty
-folder. Each notebook's first markdown cell says how to open it in Colab and Kaggle, and its
-first code cell prints the device it found.
+numpy, ipykernel, and triton, which their torch brings (lecture 11 and a7 need it) -- with no
+repo code importable, each notebook copied alone into an empty folder. Each notebook's first
+markdown cell says how to open it in Colab and Kaggle, and its first code cell prints the device it
+found.
 
 The environment is a venv at .venv-hosted/ (built on first use, reused while its stamp matches
 constraints.txt and the package list; delete it to rebuild). Its kernel is started through a
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.hosted
 REPO = Path(__file__).resolve().parent.parent
 HOSTED = REPO / ".venv-hosted"
 HOSTED_PY = HOSTED / "bin" / "python"
-PACKAGES = ["torch==2.13.0", "matplotlib", "numpy", "ipykernel"]
+PACKAGES = ["torch==2.13.0", "matplotlib", "numpy", "ipykernel", "triton"]   # triton: the version constraints.txt pins
 NOT_THERE = ["tqdm", "nbgrader", "grader", "pytest", "nbval"]   # proves the env is minimal
 CELL_TIMEOUT_S = 120
 NOTEBOOKS = sorted(REPO.glob("lectures/*.ipynb")) + sorted(REPO.glob("solutions/*/*.ipynb"))

@@ -4,14 +4,14 @@ Lectures stand alone (they open in Colab as one file and cannot import the grade
 reuses another's code carries a copy, in a cell whose metadata names the original:
 `"course": {"copied_from": "<lecture stem>"}`. Every class and function such a cell defines must be
 defined, character for character, in that lecture; a change made to one copy and not the other fails
-here. Lecture 12 trains and samples lecture 8's decoder and KV cache this way, lecture 6 carries the
+here. Lecture 13 trains and samples lecture 8's decoder and KV cache this way, lecture 6 carries the
 attention, block and training code of lecture 5, and the encoder lecture builds the capstone's corpus (the
 standard library's docstrings, character tokens) with the capstone's own code and loads its real pretrained encoder
 into lecture 6's attention and block.
 
 And lecture 8's decoder is the course's model: loaded with the weights of assignment 2's
 `DecoderOnlyLM` (grader/provided/model.py, what a3 and a4 receive as a provided cell), it computes the
-same logits, so lecture 12 trains "the a2 decoder" without carrying a2's answer. So is a6's provided
+same logits, so lecture 13 trains "the a2 decoder" without carrying a2's answer. So is a6's provided
 decoder (grader/provided/real_models.py, lecture 9's options) with its defaults; and that file is lecture 9's
 code, definition for definition, so that a6 and the lecture speak of the same functions. Fast: no kernel.
 """
@@ -27,8 +27,8 @@ import torch.nn.functional as F
 
 REPO = Path(__file__).resolve().parent.parent
 LECTURES = {p.stem: p for p in sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb"))}
-CAPSTONE = "12_a_model_that_writes_text"
-ENCODERS = "11_encoders"
+CAPSTONE = "13_a_model_that_writes_text"
+ENCODERS = "12_encoders"
 
 
 def _cells(stem):

@@ -45,7 +45,7 @@ def _documents():
 
 DOCUMENTS = _documents()
 # made-up names a page uses on purpose: the instructors' walk-through adds an example assignment
-EXAMPLES = {"docs/instructors.md": {"a7_paged_attention"}}
+EXAMPLES = {"docs/instructors.md": {"a8_paged_attention"}}
 
 
 def _broken(pattern, is_known, numbers=False):

@@ -18,6 +18,7 @@ from grader.cli import build_parser, main
 from grader.labs import lab_bugs
 from grader.similarity import COLOURS, MIN_TOKENS, THRESHOLD, check_similarity
 from support import ASSIGNMENT_IDS, COURSE, LAB_IDS
+from support.accessibility import contrast
 from support.similarity import write_graded
 
 A1 = "a1_self_attention"
@@ -221,15 +222,6 @@ class _Page(html.parser.HTMLParser):
             self.headings.append(int(tag[1]))
 
 
-def _contrast(foreground, background):
-    def luminance(colour):
-        channels = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
-        r, g, b = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
-        return 0.2126 * r + 0.7152 * g + 0.0722 * b
-    light, dark = sorted((luminance(foreground), luminance(background)), reverse=True)
-    return (light + 0.05) / (dark + 0.05)
-
-
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     course = COURSE.with_grading_dir(tmp_path_factory.mktemp("report") / "course")
@@ -286,7 +278,7 @@ def test_the_code_panels_are_labelled_focusable_regions_and_marks_are_numbered(r
 @pytest.mark.parametrize("role", sorted(COLOURS))
 def test_the_reports_colours_have_aa_contrast_and_are_the_ones_it_uses(role, report):
     foreground, background = COLOURS[role]
-    assert _contrast(foreground, background) >= 4.5, f"{role}: {foreground} on {background}"
+    assert contrast(foreground, background) >= 4.5, f"{role}: {foreground} on {background}"
     style = re.search(r"<style>(.*?)</style>", report[1], flags=re.S).group(1)
     assert foreground in style and background in style
 

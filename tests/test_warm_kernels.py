@@ -9,7 +9,9 @@ grades through warm kernels, as autograde does for a batch):
 - where the server cannot build its sandbox, grading falls back to cold kernels, saying so;
 - each submission's worker, forked from the worker server (stages/execute.py: WorkerServer), is a
   fresh process that is stopped like a started one when its notebook overruns;
-- both servers end when the grader does, even though a batch starts them from a helper thread.
+- both servers end when the grader does, even though a batch starts them from a helper thread;
+- Triton's kernels run in its interpreter in a warm kernel (the server imports triton, through
+  torch._dynamo, with TRITON_INTERPRET set), and write nothing outside the kernel's working copy.
 Slow-ish (about 30 s): real kernels."""
 import json
 import os
@@ -121,6 +123,38 @@ def test_no_state_passes_from_one_kernel_to_the_next(warm, tmp_path):
     assert printed[0] == "False False", "a warm kernel carried state from the kernel before it"
     assert _printed(first).strip() == "\n".join(printed[1:]).strip(), \
         "torch's default generator should start where a fresh Python's does (the server draws nothing)"
+
+
+TRITON_IN_THE_KERNEL = """
+import os, sys
+imported_before = "triton.language" in sys.modules         # by the server's import of torch._dynamo
+import torch, triton, triton.language as tl
+
+@triton.jit
+def row_sums_kernel(X, OUT, n, BLOCK: tl.constexpr):       # tl.sum is one of triton.language's own kernels
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    tl.store(OUT + row, tl.sum(tl.load(X + row * n + cols, mask=cols < n, other=0.0), axis=0))
+
+x = torch.arange(60.0).reshape(3, 20)
+out = torch.empty(3)
+row_sums_kernel[(3,)](x, out, 20, BLOCK=32)
+written = sorted(name for folder in (os.environ["HOME"], "/tmp") for name in os.listdir(folder))
+print(imported_before, os.environ.get("TRITON_INTERPRET"), type(tl.sum).__name__, torch.equal(out, x.sum(dim=1)),
+      written)
+"""
+
+
+def test_triton_s_interpreter_runs_in_a_warm_kernel(warm, tmp_path):
+    """A sandbox has no GPU: Triton's kernels run in its interpreter, which Triton must know before it is first
+    imported (the server imports it with torch._dynamo, and triton.language makes its own kernels then), so the
+    server starts with TRITON_INTERPRET=1. The interpreter leaves no cache behind."""
+    run = run_notebook(_notebook(TRITON_IN_THE_KERNEL), tmp_path / "student", total_timeout=120, kernel_server=warm)
+    imported_before, switch, kind, right, written = _printed(run).strip().splitlines()[-1].split(" ", 4)
+    assert imported_before == "True", "the server no longer imports triton: this test no longer tests the order"
+    assert (switch, kind, right) == ("1", "InterpretedFunction", "True"), \
+        f"TRITON_INTERPRET={switch}, tl.sum is a {kind}, the row sums are right: {right}"
+    assert ".triton" not in written, f"the interpreter wrote a cache into the kernel's folders: {written}"
 
 
 def test_a_kernel_dies_with_the_process_that_started_it(warm, tmp_path):

@@ -5,7 +5,10 @@ On a machine with a working CUDA device it
      timing each; executed copies go to out/gpu/notebooks/ (the repository's notebooks are never
      written);
   2. reads the fp32 / TF32 / bf16 matmul peaks and the memory bandwidth that lecture 07 measured
-     (its `PEAKS ...` line) and lecture 08's eager vs CUDA-graph decode timings;
+     (its `PEAKS ...` line), lecture 08's eager vs CUDA-graph decode timings, and the FlashAttention
+     TFLOP/s of lecture 11's Triton kernel and of a7's reference kernels against PyTorch's fused
+     attention and the PyTorch tiles (their `FLASH ...` lines; both compile their kernels here, where
+     a CPU runs them in Triton's interpreter);
   3. runs the quality gate with tensors on the GPU: `python -m grader check --device cuda
      --skip-release-run`, recording its output and exit status;
   4. runs the decode benchmark, `benchmarks/kv_cache_benchmark.py --device cuda` (tokens/s against
@@ -42,6 +45,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 NO_CUDA_EXIT = 3
 PEAKS_LINE = re.compile(r"^PEAKS\s+(.*)$", re.M)
+FLASH_LINE = re.compile(r"^FLASH\s+(.*)$", re.M)
+FLASH_NOTEBOOKS = ("lectures/11_from_tiles_to_a_kernel.ipynb",
+                   "solutions/a7_flash_attention_triton/a7_flash_attention_triton.ipynb")
 
 
 class NoCuda(Exception):
@@ -199,6 +205,13 @@ def decode_lines(text):
     return out
 
 
+def flash_lines(texts):
+    """{notebook: its `FLASH ...` lines}: the TFLOP/s of each attention method and length that lecture 11 and
+    a7's reference print on a GPU (none on a CPU, where they skip the timing)."""
+    return {name: FLASH_LINE.findall(texts.get(name) or "") for name in FLASH_NOTEBOOKS
+            if FLASH_LINE.search(texts.get(name) or "")}
+
+
 def _text(output):
     """What a timed-out subprocess printed, as text (its bytes, or None)."""
     return output.decode(errors="replace") if isinstance(output, bytes) else (output or "")
@@ -233,7 +246,7 @@ def _tail(text, n=40):
     return "\n".join(lines[-n:])
 
 
-def write_report(path, info, notebooks, peaks, decode, gate, bench, bench_json, grading, ok):
+def write_report(path, info, notebooks, peaks, decode, gate, bench, bench_json, grading, ok, flash=None):
     lines = [f"# GPU report ({'all passed' if ok else 'FAILED'})", "",
              f"Generated {info['date']} by `make gpu-report` (tools/gpu_report.py).", "",
              "| | |", "|---|---|"]
@@ -267,6 +280,12 @@ def write_report(path, info, notebooks, peaks, decode, gate, bench, bench_json, 
         lines.append("not available (lecture 07 did not run, or printed no `PEAKS` line)")
     if decode:
         lines += ["", "## Decode step, eager vs CUDA graph (lecture 08, section 9)", "", "```"] + decode + ["```"]
+    lines += ["", "## FlashAttention in Triton, compiled (lecture 11's kernel, a7's reference kernels)", ""]
+    if flash:
+        for name, found in flash.items():
+            lines += [f"`{name}`:", "", "```"] + found + ["```", ""]
+    else:
+        lines.append("not available (lecture 11 and a7 did not run, or printed no `FLASH` line)")
     lines += ["", "## Decode benchmark (`benchmarks/kv_cache_benchmark.py --device cuda`)", ""]
     if bench is None:
         lines.append("skipped")
@@ -370,6 +389,9 @@ def main(argv=None):
     texts = {r["name"]: r["text"] for r in notebooks} if isinstance(notebooks, list) else {}
     peaks = parse_peaks(texts.get("lectures/07_flop_io_accounting.ipynb"))
     decode = decode_lines(texts.get("lectures/08_kv_cache_decoding.ipynb"))
+    flash = flash_lines(texts)
+    if isinstance(notebooks, list) and any(name in texts for name in FLASH_NOTEBOOKS) and not flash:
+        ok = False
     if isinstance(notebooks, list) and "lectures/07_flop_io_accounting.ipynb" in texts and not peaks:
         ok = False
 
@@ -400,7 +422,7 @@ def main(argv=None):
         ok &= gate["status"] == 0
 
     report = out_dir / "report.md"
-    write_report(report, info, notebooks, peaks, decode, gate, bench, bench_json, grading, ok)
+    write_report(report, info, notebooks, peaks, decode, gate, bench, bench_json, grading, ok, flash)
     log(f"wrote {report} ({'all passed' if ok else 'something FAILED'})")
     log_file.close()
     return 0 if ok else 1

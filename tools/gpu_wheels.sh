@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fetch, on a machine where PyPI works, the wheels that `make gpu-report` needs on a GPU machine that
-# has Python 3.12, torch, matplotlib, numpy, tqdm, transformers, pytest, psutil, attrs, six,
-# python-dateutil, packaging, pygments and typing-extensions, but no Jupyter stack and no network:
+# has Python 3.12, torch (with the triton its CUDA builds bring), matplotlib, numpy, tqdm, transformers, pytest,
+# psutil, attrs, six, python-dateutil, packaging, pygments and typing-extensions, but no Jupyter stack and no network:
 # what executes notebooks with nbclient (nbformat, nbclient, ipykernel, jupyter_client, jupyter_core
 # and everything they import) and what the grader's check path imports (traitlets, nbformat, tqdm).
 # cp312 manylinux x86_64 binaries; pure-Python wheels otherwise. Into .whl/ (git-ignored).
@@ -55,7 +55,7 @@ WHEELS=(
   "rpds_py 2026.9.1"
 )
 # already on the GPU machine (not downloaded; a wheel may depend on them)
-ON_GPU_MACHINE="torch matplotlib numpy tqdm transformers pytest psutil attrs six python-dateutil packaging
+ON_GPU_MACHINE="torch triton matplotlib numpy tqdm transformers pytest psutil attrs six python-dateutil packaging
 pygments typing-extensions jinja2 markupsafe pyyaml filelock setuptools"
 
 mkdir -p "$DEST"
