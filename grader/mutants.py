@@ -47,6 +47,7 @@ class Mutant:
     source: str  # code that rebinds the replaced names when executed in the notebook's namespace
     fails: tuple = ()
     definition: str = ""   # its definition as written, named as what it replaces (a debugging lab plants it)
+    code: str = ""   # `source` as plain code, for a notebook cell (which shows its source as it is)
 
 
 @dataclass
@@ -176,19 +177,20 @@ def _entries(path, marker):
             replaces = value[0]
             source = _rebinding_source(obj, replaces[0], preamble)
             source += "".join(f"\n{other} = {replaces[0]}" for other in replaces[1:])
-            source = _inspectable(source, f"{path.stem} {marker.strip('_')} {name}")
-            found.append((name, value, source, _definition_text(obj, replaces[0])))
+            found.append((name, value, _inspectable(source, f"{path.stem} {marker.strip('_')} {name}"),
+                          _definition_text(obj, replaces[0]), source))
     return found
 
 
 def load_catalogue(course, assignment_id):
     """The mutants of mutants/<assignment id>.py."""
-    return [Mutant(name, replaces, bug, source, fails, definition) for name, (replaces, bug, fails), source, definition
+    return [Mutant(name, replaces, bug, source, fails, definition, code)
+            for name, (replaces, bug, fails), source, definition, code
             in _entries(course.mutants_dir / f"{assignment_id}.py", "__mutant__")]
 
 
 def load_alternatives(course, assignment_id):
     """The correct alternatives of alternatives/<assignment id>.py."""
     return [Alternative(name, replaces, how, source, cpu_only, definition, loses)
-            for name, (replaces, how, cpu_only, loses), source, definition
+            for name, (replaces, how, cpu_only, loses), source, definition, _
             in _entries(course.alternatives_dir / f"{assignment_id}.py", "__alternative__")]

@@ -62,7 +62,9 @@ def buggy_submission(course, assignment_id, mutant_name):
     for cell in nb.cells:
         if cell.cell_type == "code" and cells.nbgrader_meta(cell).get("solution"):
             if set(mutant.replaces) & (cells.defined_names(cell.source) or set()):
-                cell.source = cell.source + "\n\n" + mutant.source
+                # plain code: a cell keeps its own source for inspect (a Triton kernel's @triton.jit reads
+                # it), and the exec() of `mutant.source` would read as hidden code to the forbidden-calls check
+                cell.source = cell.source + "\n\n" + mutant.code
                 return nb, mutant
     raise ValueError(f"no solution cell defines {mutant.replaces}")
 
