@@ -71,3 +71,16 @@ def pytest_unconfigure(config):
     line = system.summary(messages)
     if line:
         reporter.write_line(line, yellow=True, bold=True)
+
+
+@pytest.fixture
+def collected(course, tmp_path):
+    """collect(source, lms=..., pattern=...) -> the Intake the collect stage makes of `source`."""
+    from grader.stages.collect import collect
+    from grader.submission import Intake
+    from support.grading import open_batch
+
+    def run(source, **options):
+        with open_batch(course, tmp_path / "batch", **options) as batch:
+            return collect(Intake(source), batch)
+    return run

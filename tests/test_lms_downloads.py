@@ -26,16 +26,9 @@ from grader.feedback import feedback_zip
 from grader.report import save_outcomes
 from grader.roster import drop_students, import_roster
 from grader.stages.late import penalty_config
-from support.grading import A1, DUE, grade_without_kernel, open_batch, submission_file
+from support.grading import A1, DUE, ROSTER, grade_without_kernel, open_batch, submission_file
 
 HOUR = datetime.timedelta(hours=1)
-ROSTER = """id,first_name,last_name,email,lms_user_id
-jdoe,Jane,Doe,jane.doe@uni.example,101
-jsmith,John,Smith,john.smith@uni.example,102
-swilson,Sam,Wilson,sam.wilson@uni.example,103
-bkim,Bo,Kim,bo.kim@uni.example,104
-alee,Ann,Lee,ann.lee@uni.example,105
-"""
 # what the intake decides, carried onto the graded template for each student
 KEPT = ("student", "login", "name", "email", "lms_name", "preset", "submitted_at", "lms_late", "lms_user_id",
         "lms_extension", "lms_records_read", "group")

@@ -17,15 +17,7 @@ from grader.roster import import_roster
 from grader.stages.collect import collect
 from grader.stages.identify import identify
 from grader.submission import Intake, Status
-from support.grading import A1, open_batch
-
-ROSTER = """id,first_name,last_name,email,lms_user_id
-jdoe,Jane,Doe,jane.doe@uni.example,101
-jsmith,John,Smith,john.smith@uni.example,102
-swilson,Sam,Wilson,sam.wilson@uni.example,103
-bkim,Bo,Kim,bo.kim@uni.example,104
-alee,Ann,Lee,ann.lee@uni.example,105
-"""
+from support.grading import A1, ROSTER, open_batch
 
 
 def _nb(path):

@@ -48,13 +48,6 @@ def _link(path, target):
     return path
 
 
-@pytest.fixture
-def collected(course, tmp_path):
-    def run(source, **options):
-        with open_batch(course, tmp_path / "batch", **options) as batch:
-            return collect(Intake(source), batch)
-    return run
-
 
 def _by_student(intake):
     return {s.student: s for s in intake.submissions}

@@ -23,14 +23,6 @@ def _touch(path):
     path.write_text("{}")
 
 
-@pytest.fixture
-def collected(course, tmp_path):
-    """collect(source, lms=..., pattern=...) -> the Intake the stage makes of `source`."""
-    def run(source, **options):
-        with open_batch(course, tmp_path / "batch", **options) as batch:
-            return collect(Intake(source), batch)
-    return run
-
 
 def test_folder_of_files_with_lms_names(collected, tmp_path):
     _nb(tmp_path / "d" / "alice.ipynb")

@@ -12,6 +12,14 @@ from grader.stages.execute import Execution
 from grader.submission import Options, Submission
 
 A1 = "a1_self_attention"
+# five students as an instructor's roster CSV lists them (grader/roster.py), with their LMS user ids
+ROSTER = """id,first_name,last_name,email,lms_user_id
+jdoe,Jane,Doe,jane.doe@uni.example,101
+jsmith,John,Smith,john.smith@uni.example,102
+swilson,Sam,Wilson,sam.wilson@uni.example,103
+bkim,Bo,Kim,bo.kim@uni.example,104
+alee,Ann,Lee,ann.lee@uni.example,105
+"""
 DUE = datetime.datetime(2026, 10, 1, 23, 59, tzinfo=datetime.timezone.utc)
 
 
