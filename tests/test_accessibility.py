@@ -23,21 +23,12 @@ from grader.similarity import check_similarity
 from grader.submission import Options, Submission
 from support.accessibility import Checker, contrast, describe
 from support.grading import A1, grade_without_kernel
+from support.pages import WRITTEN_ANSWER
 from support.similarity import write_graded
 
 LAB = "debug_a1"
 AA = 4.5      # WCAG 1.4.3: normal text
 
-# a written answer with what Markdown gives a student: headings below the page's, a table, a link, code
-ANSWER = """### Why the permutation does not matter
-
-Each query attends to **every** key: softmax over a *set*, see `weights.sum(-1)` and
-[the paper](https://arxiv.org/abs/1706.03762).
-
-| order | output |
-|:--|--:|
-| any | the same |
-"""
 
 
 # ---- without a browser: the colours ----
@@ -108,7 +99,7 @@ def write_pages(course, tmp):
     answered = samples.perfect_submission(graded, A1)
     for cell in answered.cells:
         if cells.grade_id(cell) == "written_permutation":
-            cell.source = ANSWER
+            cell.source = WRITTEN_ANSWER
     buggy = samples.buggy_submission(graded, A1, load_catalogue(graded, A1)[0].name)[0]
     _grade(graded, tmp, A1, {"ada": answered, "bob": buggy})
     [ada, bob] = generate_feedback(graded, A1)

@@ -12,7 +12,7 @@ from grader import pipeline
 from grader.feedback import FeedbackError, feedback_zip, generate_feedback
 from grader.report import save_outcomes
 from support.grading import A1, grade_without_kernel, open_batch, submission_file
-from support.pages import live_markup
+from support.pages import WRITTEN_ANSWER, live_markup
 
 
 @pytest.fixture(scope="module")
@@ -66,15 +66,7 @@ def test_nothing_to_return_says_what_to_run(course, tmp_path):
 
 # ---- what a student wrote is shown, never run; a notebook feedback cannot read fails only its student ----
 
-HOSTILE_ANSWER = """### Why the permutation does not matter
-
-Each query attends to **every** key: softmax over a *set*, see `weights.sum(-1)` and
-[the paper](https://arxiv.org/abs/1706.03762).
-
-| order | output |
-|:--|--:|
-| any | the same |
-
+HOSTILE_ANSWER = WRITTEN_ANSWER + """
 <script>document.title = "owned by a script"</script>
 <img src="x" onerror="document.title = 'owned by onerror'">
 <iframe src="https://evil.example/"></iframe>

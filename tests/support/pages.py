@@ -1,6 +1,17 @@
 """Reading an HTML page the grader wrote as a browser would: what in it could run or navigate."""
 from html.parser import HTMLParser
 
+# a written answer with what Markdown gives a student: headings below the page's, a table, a link, code
+WRITTEN_ANSWER = """### Why the permutation does not matter
+
+Each query attends to **every** key: softmax over a *set*, see `weights.sum(-1)` and
+[the paper](https://arxiv.org/abs/1706.03762).
+
+| order | output |
+|:--|--:|
+| any | the same |
+"""
+
 # elements that load, submit or run something of their own
 ACTIVE_TAGS = ("iframe", "frame", "object", "embed", "form", "base", "svg")
 
