@@ -11,9 +11,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from tqdm.auto import tqdm
 
-from . import pipeline
+from . import pipeline, store
 from .engine import grade_with_dask
-from .report import save_outcomes
 from .submission import Engine, Options, Status
 
 
@@ -40,7 +39,7 @@ def autograde(course, assignment_id, source, options=None):
         for submission in intake.not_graded:
             submission.max_score = batch.max_score
     everyone = done + intake.not_graded
-    save_outcomes(course, assignment_id, everyone)
+    store.save_outcomes(course, assignment_id, everyone)
     return sorted(everyone, key=lambda s: (s.status in (Status.NOT_ON_ROSTER, Status.UNRECOGNISED), s.student))
 
 

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 from pathlib import Path, PurePosixPath
 
+from . import store
 from .lms import SAFE_ID
 from .safe_files import committed_link_reason, link_reason
 from .submission import Submission
@@ -41,18 +42,7 @@ def due_date(batch):
     """This run's due date, else the one an earlier run stored in the course gradebook, else None."""
     if batch.options.due is not None:
         return batch.options.due
-    from nbgrader.api import MissingEntry
-
-    from . import compat
-    url = batch.course_db
-    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
-        return None
-    with compat.gradebook(url) as gb:
-        try:
-            due = gb.find_assignment(batch.assignment_id).duedate
-        except MissingEntry:
-            return None
-    return due.replace(tzinfo=datetime.timezone.utc) if due else None
+    return store.due_date(batch.course_db, batch.assignment_id)
 
 
 def read_repositories(source, assignment_id, workspace, due=None):

@@ -9,6 +9,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from . import store
 from .course import CELL_TIMEOUT_S, Course, CourseNotFound
 
 
@@ -67,9 +68,9 @@ def cmd_check(course, args):
 
 def cmd_autograde(course, args):
     from .autograde import autograde, count_statuses, format_table
+    from .late_policy import describe_penalty, penalty_config
     from .lms import parse_time
     from .sandbox import SandboxUnavailable
-    from .stages.late import describe_penalty, penalty_config
     from .submission import Options
     [aid] = _ids(course, [args.id])
     started = time.time()
@@ -110,9 +111,9 @@ def cmd_feedback(course, args):
     pages = generate_feedback(course, aid, skipped)
     for line in skipped:
         print(line, file=sys.stderr)
-    print(f"{len(pages)} feedback pages in {course.grading_dir / 'feedback'}")
+    print(f"{len(pages)} feedback pages in {store.feedback_dir(course)}")
     if args.zip:
-        output = args.output or str(course.grading_dir / f"{aid}-feedback-{args.zip}.zip")
+        output = args.output or str(store.feedback_zip(course, aid, args.zip))
         try:
             path, count, notes = feedback_zip(course, aid, args.zip, output)
         except FeedbackError as error:
@@ -124,7 +125,7 @@ def cmd_feedback(course, args):
 
 def cmd_export(course, args):
     from .export import export
-    output = args.output or str(course.grading_dir / f"grades-{args.format}.csv")
+    output = args.output or str(store.grades_csv(course, args.format))
     try:
         from .canvas_template import parse_maps
         path, count, notes = export(course, output, args.format, assignment_ids=args.ids or None,
@@ -163,8 +164,8 @@ def cmd_roster(course, args):
 
 
 def cmd_extension(course, args):
+    from .late_policy import reapply
     from .lms import parse_time
-    from .stages.late import reapply
     from .term import TermError, record_extension, remove_extension
     [aid] = _ids(course, [args.id])
     try:
@@ -242,7 +243,7 @@ def cmd_gradescope(course, args):
     if args.output:
         output = Path(args.output)
     else:
-        output = course.grading_dir / f"{aid}-autograder.zip"
+        output = store.autograder_zip(course, aid)
         output.parent.mkdir(parents=True, exist_ok=True)
     started = time.time()
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from traitlets.config import Config
 
-from . import compat
+from . import store
 
 # what makes a folder a course: its nbgrader configuration and its source notebooks
 COURSE_MARKERS = ("nbgrader_config.py", "solutions")
@@ -130,7 +130,7 @@ class Course:
 
     def nbgrader_config(self, config=None, release_dir=None, db_url=None):
         """Fill a traitlets Config with this course (nbgrader_config.py calls this too)."""
-        compat.apply()
+        store.patch_nbgrader()
         c = config if config is not None else Config()
         c.CourseDirectory.course_id = self.course_id
         c.CourseDirectory.root = str(self.root)

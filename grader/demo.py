@@ -4,7 +4,7 @@ that each sample got what it should."""
 import shutil
 from pathlib import Path
 
-from . import cells
+from . import cells, store
 from .autograde import autograde, format_table
 from .feedback import export_csv, generate_feedback
 from .labs import bug_outcome, is_lab, lab_bugs, student_repairs
@@ -37,7 +37,7 @@ def run_demo(course, ids=None, demo_dir=None, progress=True):
         problems += _unexpected(course, demo, aid, graded)
         pages = generate_feedback(demo, aid)
         report = build_report(demo, aid)
-        print(f"  feedback: {len(pages)} HTML pages in {_shown(course, demo.grading_dir / 'feedback')}; "
+        print(f"  feedback: {len(pages)} HTML pages in {_shown(course, store.feedback_dir(demo))}; "
               f"class report: {_shown(course, report)}\n")
     csv_path, count = export_csv(demo, demo_dir / "grades.csv")
     print(f"grades: {count} rows in {_shown(course, csv_path)}")

@@ -18,14 +18,13 @@ points graded after autograde included) with the assignment's rule and each stud
 ungradable notebook) waiting for a manual grade. A missing submission is an empty cell, never a 0
 that looks earned; an excused one is "EX" (Canvas's mark for excused), left out of Moodle's file.
 No cell is ever a formula a spreadsheet would run (grader/csv_cells.py)."""
-import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import compat, term
+from . import store, term
 from .csv_cells import is_formula, write_csv
-from .stages.late import assignment_penalty, penalty_points
+from .late_policy import assignment_penalty, penalty_points
 from .submission import Status
 
 FORMATS = ("long", "wide", "canvas", "moodle")
@@ -58,9 +57,9 @@ def gather(course, assignment_ids=None):
     the roster when one was imported, else every student in the gradebook."""
     from .roster import RosterStudent, roster_ids
     roster = roster_ids(course)
-    outcomes = _saved_outcomes(course)
+    outcomes = store.all_outcomes(course)   # the late flag an LMS gave where no time says more (Canvas's _LATE_)
     entries, people = {}, {}
-    with warnings.catch_warnings(), compat.gradebook(course.db_url) as gb:
+    with warnings.catch_warnings(), store.gradebook(course.db_url) as gb:
         warnings.simplefilter("ignore")
         for s in gb.students:
             people[s.id] = RosterStudent.from_gradebook(s)
@@ -95,14 +94,6 @@ def gather(course, assignment_ids=None):
             if (sid, name) in entries:
                 entries[(sid, name)] = Entry(sid, name, Status.EXCUSED, max_score=max_scores[name])
     return [people.get(i, RosterStudent(i)) for i in ids], names, entries
-
-
-def _saved_outcomes(course):
-    """{(assignment, student): outcome} kept by autograde: the late flag an LMS gave where no time
-    says more (Canvas's _LATE_)."""
-    return {(path.stem, student): outcome
-            for path in sorted((course.grading_dir / "outcomes").glob("*.json"))
-            for student, outcome in json.loads(path.read_text()).items()}
 
 
 def _number(value):

@@ -6,7 +6,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from . import compat, labs
+from . import labs, store
 from .submission import Status
 
 
@@ -33,7 +33,7 @@ def generate_feedback(course, assignment_id, skipped=None):
             print("\n".join(lines), file=sys.stderr)
         else:
             skipped += lines
-    pages = sorted((course.grading_dir / "feedback").glob(f"*/{assignment_id}/*.html"))
+    pages = store.feedback_pages(course, assignment_id)
     if labs.is_lab(course, assignment_id):
         add_lab_sections(course, assignment_id, pages)
     return pages
@@ -76,9 +76,8 @@ def add_lab_sections(course, assignment_id, pages):
     """A debugging lab's pages open with the bugs the student missed, each with the catalogue's
     description and the test that catches it, and the definitions they rewrote instead of repairing
     (read again from their graded notebook; grader/labs.py)."""
-    from .report import load_outcomes
     bugs = labs.lab_bugs(course, assignment_id)
-    outcomes = load_outcomes(course, assignment_id)
+    outcomes = store.load_outcomes(course, assignment_id)
     for page in pages:
         student = page.parent.parent.name
         outcome = outcomes.get(student)
@@ -96,7 +95,7 @@ def grade_rows(course, assignment_ids=None):
     """One row per (student, assignment): total (manual score where given, else auto), max, and
     the points of every graded cell."""
     rows, cell_names = [], []
-    with warnings.catch_warnings(), compat.gradebook(course.db_url) as gb:
+    with warnings.catch_warnings(), store.gradebook(course.db_url) as gb:
         warnings.simplefilter("ignore")
         for assignment in gb.assignments:
             if assignment_ids and assignment.name not in assignment_ids:
@@ -139,12 +138,11 @@ def feedback_zip(course, assignment_id, lms, output):
     import zipfile
 
     from .lms import _CANVAS, _MOODLE
-    from .report import load_outcomes
     if lms not in ZIP_FORMATS:
         raise FeedbackError(f"--zip {lms!r}: choose one of {', '.join(ZIP_FORMATS)}")
     written, skipped = {}, []
-    for student, outcome in sorted(load_outcomes(course, assignment_id).items()):
-        page = course.grading_dir / "feedback" / student / assignment_id / f"{assignment_id}.html"
+    for student, outcome in sorted(store.load_outcomes(course, assignment_id).items()):
+        page = store.feedback_page(course, student, assignment_id)
         if not page.is_file():
             continue                              # not graded: no page to return
         if outcome.get("preset") != lms:
@@ -170,7 +168,7 @@ def feedback_zip(course, assignment_id, lms, output):
         written[name] = page
     if not written:
         raise FeedbackError(f"no feedback page for a {lms} submission of {assignment_id} in "
-                            f"{course.grading_dir / 'feedback'} (run `python -m grader feedback {assignment_id}` "
+                            f"{store.feedback_dir(course)} (run `python -m grader feedback {assignment_id}` "
                             "after grading the LMS's download)")
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)

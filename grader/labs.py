@@ -54,7 +54,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import cells
+from . import cells, store
 from .mutants import load_alternatives, load_catalogue
 
 MIN_BUGS, MAX_BUGS = 3, 5
@@ -762,7 +762,7 @@ def bugs_if_lab(course, assignment_id):
 
 def student_repairs(course, lab_id, student, bugs=None):
     """The repairs in a graded student's notebook (the autograded copy), or None if there is none."""
-    path = course.grading_dir / "autograded" / student / lab_id / f"{lab_id}.ipynb"
+    path = store.autograded_notebook(course, student, lab_id)
     if not path.exists():
         return None
     bugs = bugs or lab_bugs(course, lab_id)

@@ -23,6 +23,8 @@ from pathlib import Path
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from . import store
+
 PIPELINE_TIMEOUT_S = 20 * 60     # the notebook's own budget is at most 10 minutes, plus the set-up
 PROGRESS_BAR = re.compile(r"^\s*grading \S+:\s+\d+%")   # tqdm's lines: noise in the Formgrader's log
 
@@ -48,7 +50,7 @@ class CoursePipeline(NbGraderPreprocessor):
         coursedir = self._coursedir()
         submitted = Path(coursedir.format_path(coursedir.submitted_directory, student, assignment))
         grading_dir = Path(coursedir.submitted_directory).parent   # the course's grading folder
-        if Path(coursedir.autograded_directory).resolve() != (grading_dir / "autograded").resolve():
+        if Path(coursedir.autograded_directory).resolve() != store.autograded_dir(grading_dir).resolve():
             raise CoursePipelineError(
                 f"the course pipeline writes course/autograded next to course/submitted, but this nbgrader "
                 f"configuration autogrades into {coursedir.autograded_directory}: use the course's "
@@ -74,7 +76,7 @@ class CoursePipeline(NbGraderPreprocessor):
                          if not PROGRESS_BAR.match(line))
         for line in said.splitlines():
             self.log.info("  %s", line)
-        graded = grading_dir / "autograded" / student / assignment / f"{assignment}.ipynb"
+        graded = store.autograded_notebook(grading_dir, student, assignment)
         if run.returncode != 0 or not graded.exists():
             # nbgrader removed the old autograded copy before calling us: none there means not graded
             why = said.splitlines()[-12:] if said else [f"exit status {run.returncode}"]

@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import cells, compat, term
+from . import cells, late_policy, store, term
 from .release import generate_release
 from .sandbox import SandboxUnavailable, WarmKernels, check_available
 from .stages import collect, execute, identify, judge, late, merge, repair, sanitize, score
@@ -105,19 +105,18 @@ class Batch:
         self.template_db = self.scratch / "template.db"
         scratch_course = self.course.with_grading_dir(self.scratch / "course")
         generate_release(scratch_course, aid, self.scratch / "release", db_url=f"sqlite:///{self.template_db}")
-        with compat.gradebook(f"sqlite:///{self.template_db}") as gb:   # each copy holds one submission
+        with store.gradebook(f"sqlite:///{self.template_db}") as gb:   # each copy holds one submission
             gb.update_or_create_student(TEMPLATE_STUDENT)
             gb.update_or_create_submission(aid, TEMPLATE_STUDENT)
         # the course gradebook must know the assignment too (`release` may not have run here)
-        if not _gradebook_has(self.course_db, aid):
+        if not store.has_assignment(self.course_db, aid):
             generate_release(self.course, aid, self.scratch / "release-course")
-        with compat.gradebook(self.course_db) as gb:
-            if options.due is not None:
-                late.set_due_date(gb, aid, options.due)
-            self.due = late.due_date(gb, aid)        # this run's, or the one an earlier run stored
+        if options.due is not None:
+            store.set_due_date(self.course_db, aid, options.due)
+        self.due = store.due_date(self.course_db, aid)        # this run's, or the one an earlier run stored
         if options.late_penalty is not None:
             term.remember_penalty(self.course, aid, options.late_penalty)
-        self.penalty_config = late.assignment_penalty(self.course, aid)
+        self.penalty_config = late_policy.assignment_penalty(self.course, aid)
         self.released = cells.read(self.course.release_notebook(aid))
         self.released_tests = {c.source.strip() for c in self.released.cells if cells.is_test_cell(c)}
         self.trace = solution_trace(self.course, aid)
@@ -166,16 +165,4 @@ def _start_worker_server():
 
 def _none():
     return None
-
-
-def _gradebook_has(db_url, assignment_id):
-    from nbgrader.api import MissingEntry
-    if db_url.startswith("sqlite:///") and not Path(db_url.removeprefix("sqlite:///")).exists():
-        return False
-    with compat.gradebook(db_url) as gb:
-        try:
-            gb.find_assignment(assignment_id)
-            return True
-        except MissingEntry:
-            return False
 

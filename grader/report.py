@@ -4,50 +4,9 @@ be graded."""
 import base64
 import html
 import io
-import json
 
-from . import cells, labs
+from . import cells, labs, store
 from .submission import Status
-
-
-def save_outcomes(course, assignment_id, submissions):
-    """Keep each student's latest outcome (the gradebook has scores, not reasons) for the class
-    report; `missing` never replaces a graded or not-graded outcome."""
-    path = course.grading_dir / "outcomes" / f"{assignment_id}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    known = json.loads(path.read_text()) if path.exists() else {}
-    kept = (Status.GRADED, Status.NOT_GRADED)
-    known.update({s.student: s.summary() for s in submissions
-                  if not (s.status == Status.MISSING and known.get(s.student, {}).get("status") in kept)})
-    path.write_text(json.dumps(known, indent=1, sort_keys=True))
-
-
-def update_outcome(course, assignment_id, student, **fields):
-    """Change fields of one student's saved outcome (an extension's new lateness); nothing when
-    there is none."""
-    path = course.grading_dir / "outcomes" / f"{assignment_id}.json"
-    known = json.loads(path.read_text()) if path.exists() else {}
-    if student in known:
-        known[student].update(fields)
-        path.write_text(json.dumps(known, indent=1, sort_keys=True))
-
-
-def forget_outcome(course, assignment_id, student, status):
-    """Remove one student's saved outcome if it has `status` (an excused student's 'missing')."""
-    path = course.grading_dir / "outcomes" / f"{assignment_id}.json"
-    known = json.loads(path.read_text()) if path.exists() else {}
-    if known.get(student, {}).get("status") == str(status):
-        del known[student]
-        path.write_text(json.dumps(known, indent=1, sort_keys=True))
-
-
-def load_outcomes(course, assignment_id):
-    """The saved outcomes of an assignment, by student (FileNotFoundError before any autograde)."""
-    path = course.grading_dir / "outcomes" / f"{assignment_id}.json"
-    if not path.exists():
-        raise FileNotFoundError(f"no graded submissions for {assignment_id} in {course.grading_dir} "
-                                "(run autograde first)")
-    return json.loads(path.read_text())
 
 
 def _png(figure):
@@ -99,7 +58,7 @@ def build_report(course, assignment_id):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    outcomes = list(load_outcomes(course, assignment_id).values())
+    outcomes = list(store.load_outcomes(course, assignment_id).values())
     graded = [o for o in outcomes if o["status"] == Status.GRADED]
     not_graded = [o for o in outcomes if o["status"] != Status.GRADED]
     released = cells.read(course.release_notebook(assignment_id))
@@ -137,7 +96,7 @@ def build_report(course, assignment_id):
 {students}</table></main>
 </html>
 """
-    target = course.grading_dir / "reports" / f"{assignment_id}.html"
+    target = store.report_page(course, assignment_id)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(page)
     return target

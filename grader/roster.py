@@ -17,13 +17,12 @@ gradebook.
 With a roster, every submission must map to a roster id (identify.py) and the export has one row
 per roster student; without one, the students are whoever submitted."""
 import datetime
-import json
 import re
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import compat
+from . import store
 from .lms_records import csv_rows, read_text
 
 COLUMNS = ("id", "first_name", "last_name", "email", "lms_user_id")
@@ -136,7 +135,7 @@ def import_roster(course, path, replace=False):
     students, form = read_roster_csv(path)
     course.grading_dir.mkdir(parents=True, exist_ok=True)
     added = updated = 0
-    with warnings.catch_warnings(), compat.gradebook(course.db_url) as gb:
+    with warnings.catch_warnings(), store.gradebook(course.db_url) as gb:
         warnings.simplefilter("ignore")
         for student in students:
             fields = {k: v or None for k, v in asdict(student).items() if k != "id"}
@@ -166,16 +165,15 @@ def drop_students(course, ids):
 
 
 def _write_roster(course, ids, source=None):
-    marker = course.grading_dir / "roster.json"
-    previous = json.loads(marker.read_text()) if marker.exists() else {}
+    previous = store.load_roster_record(course) or {}
     record = {"source": str(Path(source).resolve()) if source else previous.get("source"),
               "updated_at": datetime.datetime.now().isoformat(timespec="seconds"), "students": sorted(ids)}
-    marker.write_text(json.dumps(record, indent=1))
+    store.save_roster_record(course, record)
 
 
 def roster_ids(course):
-    marker = course.grading_dir / "roster.json"
-    return json.loads(marker.read_text())["students"] if marker.exists() else None
+    record = store.load_roster_record(course)
+    return None if record is None else record["students"]
 
 
 def load_roster(course):
@@ -185,7 +183,7 @@ def load_roster(course):
     if ids is None:
         return None
     students = []
-    with warnings.catch_warnings(), compat.gradebook(course.db_url) as gb:
+    with warnings.catch_warnings(), store.gradebook(course.db_url) as gb:
         warnings.simplefilter("ignore")
         for student_id in ids:
             try:

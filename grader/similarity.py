@@ -41,8 +41,7 @@ from copydetect.utils import get_token_coverage
 from pygments import token
 from pygments.lexers import PythonLexer
 
-from . import cells, csv_cells, labs
-from .report import load_outcomes
+from . import cells, csv_cells, labs, store
 from .submission import Status
 
 NOISE = 25           # copydetect's default noise threshold: runs of fewer tokens never match
@@ -243,10 +242,10 @@ def fingerprint(code, boilerplate=frozenset()):
 def collect(course, assignment_id, given, boilerplate):
     """(the works to compare, [(who, why not compared)]) from the grading folder."""
     works, not_compared, groups = [], [], {}
-    for student, outcome in sorted(load_outcomes(course, assignment_id).items()):
+    for student, outcome in sorted(store.load_outcomes(course, assignment_id).items()):
         if outcome.get("status") != Status.GRADED:
             continue
-        path = course.grading_dir / "autograded" / student / assignment_id / f"{assignment_id}.ipynb"
+        path = store.autograded_notebook(course, student, assignment_id)
         if not path.is_file():
             not_compared.append((student, f"graded, but its notebook is not in {path.parent}"))
             continue
@@ -305,7 +304,7 @@ def check_similarity(course, assignment_id, threshold=None, min_tokens=MIN_TOKEN
     pairs = compare(works)
     flagged = [p for p in pairs if p.similarity >= threshold and p.tokens >= min_tokens]
     result = Result(assignment_id, works, pairs, flagged, not_compared, threshold, min_tokens)
-    folder = course.grading_dir / "similarity"
+    folder = store.similarity_dir(course)
     folder.mkdir(parents=True, exist_ok=True)
     result.csv_path = write_csv(result, folder / f"{assignment_id}.csv")
     result.html_path = folder / f"{assignment_id}.html"

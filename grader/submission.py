@@ -1,6 +1,6 @@
 """What the pipeline passes along: one `Submission` record per submission (and the batch's
-`Intake`), the `Options` of a run, and the `Status` a submission ends in (grader/pipeline.py runs
-the stages)."""
+`Intake`), the `Options` of a run, and the `Status` a submission ends in (its values: grader/status.py;
+grader/pipeline.py runs the stages)."""
 import dataclasses
 import enum
 from dataclasses import dataclass, field
@@ -8,20 +8,10 @@ from pathlib import Path
 
 from .course import CELL_TIMEOUT_S
 from .lms import time_zone
+from .status import Status
 
 # who a submission is in its own temporary gradebook (the merge stage files it under the real student)
 TEMPLATE_STUDENT = "submission"
-
-
-class Status(enum.StrEnum):
-    """What became of a submission. Only GRADED and NOT_GRADED reach the gradebook."""
-    PENDING = "pending"                        # in the pipeline
-    GRADED = "graded"
-    NOT_GRADED = "not graded"                  # could not be graded: the reason says why
-    MISSING = "missing"                        # a roster student with nothing in the download
-    NOT_ON_ROSTER = "not on the roster"        # someone the roster does not know: not graded
-    UNRECOGNISED = "unrecognised file"         # a file whose name the LMS preset could not read
-    EXCUSED = "excused"                        # not expected to submit (`excuse`): in exports only
 
 
 class Kernels(enum.StrEnum):
@@ -52,7 +42,7 @@ class Options:
     lms_timezone: str | None = None      # the LMS's zone, for its times without an offset
     groups: str | None = None            # who is in each group: one file graded for every member (grader/groups.py)
     due: object = None                   # an aware datetime: the assignment's due date
-    late_penalty: object = None          # a traitlets Config (stages/late.py); None: the course's
+    late_penalty: object = None          # a traitlets Config (grader/late_policy.py); None: the course's
     student: str | None = None           # grade only this student's submission (a regrade of one)
     submitted_at: object = None          # when SOURCE is one notebook: when it came (aware), else unknown
     progress: bool = True                # a progress bar while grading

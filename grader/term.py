@@ -5,7 +5,7 @@
                 written-answer points graded later included.
     extensions  a student's own due date for an assignment (`extension ID STUDENT --until DATE` or
                 `--days N`), granted before or after grading: a graded submission's lateness and
-                penalty are recomputed at once (stages/late.py: reapply), and nbgrader's gradebook
+                penalty are recomputed at once (grader/late_policy.py: reapply), and nbgrader's gradebook
                 gets the extension too (its Formgrader shows it).
     lms_extensions  the extensions the LMS's records grant (Moodle's worksheet, "Extension granted
                 until: ..."), as autograde last read them: they apply where no extension was given
@@ -16,14 +16,11 @@
 Kept here rather than only in the gradebook because an extension may be granted before the
 student's submission exists, and nbgrader stores an extension on the submission."""
 import datetime
-import json
 
 from traitlets.config import Config
 
-from . import compat
+from . import store
 from .submission import Status
-
-TERM_FILE = "term.json"
 
 
 class TermError(ValueError):
@@ -31,17 +28,11 @@ class TermError(ValueError):
 
 
 def load(course):
-    path = course.grading_dir / TERM_FILE
-    data = json.loads(path.read_text()) if path.exists() else {}
-    for key in ("penalties", "extensions", "lms_extensions", "excused"):
-        data.setdefault(key, {})
-    return data
+    return store.load_term(course)
 
 
 def _save(course, data):
-    path = course.grading_dir / TERM_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1, sort_keys=True))
+    store.save_term(course, data)
 
 
 # ---- the late-penalty rule ----
@@ -107,7 +98,7 @@ def remember_lms_extension(course, assignment_id, student, until):
 
 def record_extension(course, assignment_id, student, until=None, days=None):
     """Keep the extension (`until`: an aware datetime, the student's own due date; or `days` past
-    the assignment's); stages/late.py's reapply applies it to a stored grade."""
+    the assignment's); late_policy.reapply applies it to a stored grade."""
     if (until is None) == (days is None):
         raise TermError("give the extension as --until DATE (the student's own due date) or --days N "
                         "(days past the assignment's due date), one of the two")
@@ -146,8 +137,7 @@ def excuse(course, assignment_id, student, undo=False):
     data["excused"][assignment_id] = sorted(students)
     _save(course, data)
     if not undo:    # a 'missing' outcome from an earlier download no longer holds
-        from .report import forget_outcome
-        forget_outcome(course, assignment_id, student, Status.MISSING)
+        store.forget_outcome(course, assignment_id, student, Status.MISSING)
 
 
 def _known_student(course, student):
@@ -156,7 +146,7 @@ def _known_student(course, student):
     known = roster_ids(course)
     where = "the roster"
     if known is None:
-        with compat.gradebook(course.db_url) as gb:
+        with store.gradebook(course.db_url) as gb:
             known = [s.id for s in gb.students]
         where = "the gradebook"
     if student not in known:

@@ -18,8 +18,9 @@ from grader.feedback_html import CODE_BACKGROUND, COLOURS, CodeStyle, page_css
 from grader.labs import lab_bugs
 from grader.mutants import load_catalogue
 from grader.publish import released_ids, student_readme
-from grader.report import build_report, save_outcomes
+from grader.report import build_report
 from grader.similarity import check_similarity
+from grader.store import save_outcomes
 from grader.submission import Options, Submission
 from support.accessibility import Checker, contrast, describe
 from support.grading import A1, grade_without_kernel

@@ -199,7 +199,7 @@ def test_make_checks_the_python_version_first(tmp_path):
 @pytest.mark.kernel
 def test_grading_needs_nothing_of_the_environment_on_path(tmp_path):
     """`.venv/bin/python -m grader ...` without the venv's bin folder on PATH: nbgrader's new
-    gradebook needs no `alembic` program there (grader/compat.py), the kernel is this Python's."""
+    gradebook needs no `alembic` program there (grader/store.py), the kernel is this Python's."""
     submissions = tmp_path / "submissions"
     submissions.mkdir()
     nbformat.write(perfect_submission(COURSE, AID), str(submissions / "alice.ipynb"))

@@ -9,8 +9,8 @@ import pytest
 
 from grader import pipeline
 from grader.export import export
+from grader.late_policy import penalty_config
 from grader.roster import import_roster
-from grader.stages.late import penalty_config
 from grader.submission import Status, Submission
 from support.grading import A1, DUE, grade_without_kernel, open_batch, submission_file
 

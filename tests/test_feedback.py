@@ -10,7 +10,7 @@ import pytest
 
 from grader import pipeline
 from grader.feedback import FeedbackError, feedback_zip, generate_feedback
-from grader.report import save_outcomes
+from grader.store import save_outcomes
 from support.grading import A1, grade_without_kernel, open_batch, submission_file
 from support.pages import WRITTEN_ANSWER, live_markup
 

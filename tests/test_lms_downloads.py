@@ -23,9 +23,9 @@ import pytest
 from grader import pipeline, term
 from grader.export import export
 from grader.feedback import feedback_zip
-from grader.report import save_outcomes
+from grader.late_policy import penalty_config
 from grader.roster import drop_students, import_roster
-from grader.stages.late import penalty_config
+from grader.store import save_outcomes
 from support.grading import A1, DUE, ROSTER, grade_without_kernel, open_batch, submission_file
 
 HOUR = datetime.timedelta(hours=1)

@@ -230,7 +230,7 @@ def test_the_command_line_reports_a_bad_groups_file_without_a_traceback(course, 
 def test_a_canvas_group_graded_end_to_end(course, tmp_path):
     """Through the command line, kernels and all: both members of the group get the group's score
     in the gradebook, under their own ids, and the table names the group."""
-    from grader import compat
+    from grader import store
     from grader.cli import main
     from grader.samples import perfect_submission
     download = tmp_path / "download.zip"
@@ -245,7 +245,7 @@ def test_a_canvas_group_graded_end_to_end(course, tmp_path):
     table = out.getvalue()
     rows = {line.split()[0]: line for line in table.splitlines() if line.split()[:1] in (["jdoe"], ["jsmith"])}
     assert set(rows) == {"jdoe", "jsmith"} and all("group Team 7" in row for row in rows.values()), table
-    with compat.gradebook(f"sqlite:///{tmp_path / 'course' / 'gradebook.db'}") as gb:
+    with store.gradebook(f"sqlite:///{tmp_path / 'course' / 'gradebook.db'}") as gb:
         scores = {s: gb.find_submission(A1, s).score for s in ("jdoe", "jsmith")}
     assert scores["jdoe"] == scores["jsmith"] > 0, "the group's score, under each member's own id"
     assert all(f" {scores['jdoe']:g}/" in row for row in rows.values()), table

@@ -42,8 +42,8 @@ def nbgrader_autograde(root, env=None):
 
 
 def alice_auto_score(root):
-    from grader import compat
-    with compat.gradebook(f"sqlite:///{root / 'course' / 'gradebook.db'}") as gb:
+    from grader import store
+    with store.gradebook(f"sqlite:///{root / 'course' / 'gradebook.db'}") as gb:
         try:
             notebook = gb.find_submission_notebook(AID, AID, "alice")
         except Exception:  # noqa: BLE001 - MissingEntry: never graded

@@ -3,14 +3,12 @@ outcomes are written by hand, nothing is graded."""
 import json
 
 import matplotlib
-import pytest
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from grader import cells
-from grader.report import build_report, class_figure, load_outcomes, save_outcomes
-from grader.submission import Status, Submission
+from grader.report import build_report, class_figure
 from support import COURSE
 
 AID = "a1_self_attention"
@@ -62,16 +60,3 @@ def test_the_page_has_one_row_per_student(tmp_path):
         assert f"<tr><td>{name}</td>" in students
     assert "16 / 18" in students and tests[-1][0] in students
     assert "not graded</td><td>the kernel did not respond to an interrupt" in students
-
-
-def test_the_saved_outcomes_keep_the_latest_and_never_let_missing_replace_a_grade(tmp_path):
-    course = COURSE.with_grading_dir(tmp_path)
-    with pytest.raises(FileNotFoundError, match="run autograde first"):
-        load_outcomes(course, AID)
-    save_outcomes(course, AID, [Submission("ada", status=Status.GRADED, score=18.0),
-                                Submission("bob", status=Status.NOT_GRADED, reason="invalid JSON")])
-    save_outcomes(course, AID, [Submission("ada", status=Status.MISSING, reason="Ada: no submission"),
-                                Submission("bob", status=Status.GRADED, score=12.0)])
-    saved = load_outcomes(course, AID)
-    assert (saved["ada"]["status"], saved["ada"]["score"]) == ("graded", 18.0)
-    assert (saved["bob"]["status"], saved["bob"]["score"], saved["bob"]["label"]) == ("graded", 12.0, "graded")

@@ -83,7 +83,7 @@ def test_moodle_participants_download_is_a_class_list(tmp_path):
 
 
 def test_a_student_who_left_leaves_every_export_and_their_grades_stay(course, tmp_path):
-    from grader import compat
+    from grader import store
     from grader.export import export
     grading = course.with_grading_dir(tmp_path / "course")
     path = tmp_path / "roster.csv"
@@ -96,7 +96,7 @@ def test_a_student_who_left_leaves_every_export_and_their_grades_stay(course, tm
     assert (added, updated, dropped) == (0, 1, ["jsmith"])
     exported, _, _ = export(grading, tmp_path / "wide.csv", "wide")
     assert [row.split(",")[0] for row in exported.read_text().splitlines()[1:]] == ["jdoe"]
-    with compat.gradebook(grading.db_url) as gb:
+    with store.gradebook(grading.db_url) as gb:
         assert sorted(s.id for s in gb.students) == ["bkim", "jdoe", "jsmith"], "nothing is deleted"
     with pytest.raises(RosterError, match="not on the roster: nobody"):
         drop_students(grading, ["nobody"])

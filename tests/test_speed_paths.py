@@ -140,19 +140,19 @@ def test_the_sandbox_tells_notebooks_they_are_being_graded(tmp_path):
 
 
 def test_new_gradebooks_get_the_revision_the_alembic_program_names(tmp_path):
-    """compat.apply replaces nbgrader's `alembic heads` subprocess (2.8 CPU-s per new gradebook): the
+    """store.patch_nbgrader replaces nbgrader's `alembic heads` subprocess (2.8 CPU-s per new gradebook): the
     revision must be the one the program gives, and a new gradebook carries it."""
     import os
     import sqlite3
 
     import nbgrader.api
 
-    from grader import compat
+    from grader import store
     program = Path(sys.executable).parent / "alembic"
     if not program.exists():
         pytest.skip("no alembic program beside this Python")
     original = nbgrader.api.get_alembic_version
-    compat.apply()
+    store.patch_nbgrader()
     try:
         env = dict(os.environ, PATH=f"{program.parent}{os.pathsep}{os.environ.get('PATH', '')}")
         from nbgrader.dbutil import _temp_alembic_ini
@@ -160,7 +160,7 @@ def test_new_gradebooks_get_the_revision_the_alembic_program_names(tmp_path):
             said = subprocess.run([str(program), "-c", ini, "heads"], capture_output=True, text=True, env=env,
                                   check=True).stdout
         assert nbgrader.api.get_alembic_version() == said.split()[0]
-        with compat.gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}"):
+        with store.gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}"):
             pass
         with sqlite3.connect(tmp_path / "gradebook.db") as db:
             [(stamped,)] = db.execute("SELECT version_num FROM alembic_version").fetchall()

@@ -13,7 +13,7 @@ from contextlib import redirect_stdout
 import nbformat
 import pytest
 
-from grader import compat
+from grader import store
 from grader.cli import main
 from grader.samples import buggy_submission, perfect_submission
 from grader.submission import Status
@@ -123,7 +123,7 @@ def test_the_class_report_shows_late_missing_and_strangers(term):
 
 def test_the_stranger_never_enters_the_gradebook(term):
     _, course, _ = term
-    with warnings.catch_warnings(), compat.gradebook(COURSE.with_grading_dir(course).db_url) as gb:
+    with warnings.catch_warnings(), store.gradebook(COURSE.with_grading_dir(course).db_url) as gb:
         warnings.simplefilter("ignore")
         assert sorted(s.id for s in gb.students) == ["jdoe", "jsmith", "swilson"]
 
@@ -191,7 +191,7 @@ def test_regrading_one_student_leaves_the_others_as_they_were(term, tmp_path):
 def test_regrading_keeps_manual_grades(term):
     root, course, _ = term
     url = COURSE.with_grading_dir(course).db_url
-    with warnings.catch_warnings(), compat.gradebook(url) as gb:
+    with warnings.catch_warnings(), store.gradebook(url) as gb:
         warnings.simplefilter("ignore")
         grade = gb.find_grade("written_permutation", A1, A1, "jdoe")
         grade.manual_score = 2
@@ -200,7 +200,7 @@ def test_regrading_keeps_manual_grades(term):
     with redirect_stdout(io.StringIO()):
         assert main(["autograde", A1, str(root / "canvas_a1.zip"), "--times", str(root / "a1_submissions.json"),
                      "--course-dir", str(course), "--workers", "2"]) == 0
-    with warnings.catch_warnings(), compat.gradebook(url) as gb:
+    with warnings.catch_warnings(), store.gradebook(url) as gb:
         warnings.simplefilter("ignore")
         assert gb.find_grade("written_permutation", A1, A1, "jdoe").manual_score == 2
         assert gb.find_submission(A1, "jdoe").score == before

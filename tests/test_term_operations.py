@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from test_term import A1, DUE, _canvas_times, _csv, _zip
 
-from grader import cells, compat
+from grader import cells, store
 from grader.cli import main
 from grader.samples import buggy_submission, perfect_submission
 from support import COURSE
@@ -79,7 +79,7 @@ def long_rows(course, tmp_path):
 
 def grades(course):
     """{(student, grade id): (auto, manual, needs manual grade)} of a1 in the gradebook."""
-    with warnings.catch_warnings(), compat.gradebook(COURSE.with_grading_dir(course).db_url) as gb:
+    with warnings.catch_warnings(), store.gradebook(COURSE.with_grading_dir(course).db_url) as gb:
         warnings.simplefilter("ignore")
         return {(s.student.id, g.name): (g.auto_score, g.manual_score, g.needs_manual_grade)
                 for s in gb.find_assignment(A1).submissions for nb in s.notebooks for g in nb.grades}
@@ -87,7 +87,7 @@ def grades(course):
 
 def grade_by_hand(course, student, grade_id, points):
     """What the Formgrader does when the instructor gives a manual grade."""
-    with warnings.catch_warnings(), compat.gradebook(COURSE.with_grading_dir(course).db_url) as gb:
+    with warnings.catch_warnings(), store.gradebook(COURSE.with_grading_dir(course).db_url) as gb:
         warnings.simplefilter("ignore")
         grade = gb.find_grade(grade_id, A1, A1, student)
         grade.manual_score, grade.needs_manual_grade = points, False
@@ -102,7 +102,7 @@ def test_an_extension_granted_before_grading_applies_when_graded(course, tmp_pat
     rows = long_rows(course, tmp_path)
     assert rows["alee"]["late"] == "" and rows["alee"]["penalty"] == "", rows["alee"]
     assert rows["jsmith"]["late"] == "yes" and float(rows["jsmith"]["penalty"]) > 0, rows["jsmith"]
-    with compat.gradebook(COURSE.with_grading_dir(course).db_url) as gb:
+    with store.gradebook(COURSE.with_grading_dir(course).db_url) as gb:
         assert gb.find_submission(A1, "alee").extension == datetime.timedelta(days=3)   # the Formgrader shows it
 
 

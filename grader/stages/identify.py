@@ -13,10 +13,8 @@ extension and Moodle's late verdict. Canvas's anonymous names reach the roster t
 that the admin's submissions JSON pairs with each anonymous id; names nothing reveals are graded
 under the LMS's anonymous id, and a warning says how to reveal them."""
 import re
-import warnings
-from pathlib import Path
 
-from .. import compat, term
+from .. import store, term
 from ..groups import join_members, read_groups, split_groups, worksheet_groups
 from ..lms import DEFAULT_TEAM, SAFE_ID, default_team
 from ..roster import load_roster
@@ -209,12 +207,4 @@ def _when(submission):
 def _students_with_submissions(db_url, assignment_id):
     """Students the gradebook already holds a submission of (a re-grade of one student's folder
     does not make the rest of the class missing)."""
-    from nbgrader.api import MissingEntry
-    if db_url.startswith("sqlite:///") and not Path(db_url.removeprefix("sqlite:///")).exists():
-        return set()
-    with warnings.catch_warnings(), compat.gradebook(db_url) as gb:
-        warnings.simplefilter("ignore")
-        try:
-            return {s.student.id for s in gb.find_assignment(assignment_id).submissions}
-        except MissingEntry:
-            return set()
+    return store.students_with_submissions(db_url, assignment_id)

@@ -10,7 +10,7 @@ import shutil
 import warnings
 from pathlib import Path
 
-from .. import cells, compat
+from .. import cells, store
 from ..lms import NBGRADER_KEYS
 from ..submission import TEMPLATE_STUDENT, Status
 
@@ -24,14 +24,13 @@ def merge(submission, batch):
     """A graded submission's scores and notebook into the course; a not-graded one's row."""
     aid, course = batch.assignment_id, batch.course
     if submission.status == Status.GRADED:
-        destination = course.grading_dir / "autograded" / submission.student / aid
-        previous = destination / f"{aid}.ipynb"
+        previous = store.autograded_notebook(course, submission.student, aid)
         unchanged = unchanged_grades(previous, submission.autograded) if previous.exists() else set()
         merge_gradebook(aid, submission.student, submission.db_url, batch.course_db, unchanged=unchanged)
-        destination.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(submission.autograded, destination / f"{aid}.ipynb")
+        previous.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(submission.autograded, previous)
         if submission.preset == "nbgrader" and submission.path is not None:
-            _keep_nbgrader_keys(submission.path.parent, destination)
+            _keep_nbgrader_keys(submission.path.parent, previous.parent)
     elif submission.status == Status.NOT_GRADED:
         record_not_graded(aid, submission.student, batch.course_db)
     return submission
@@ -42,7 +41,7 @@ def merge_gradebook(assignment_id, student, temp_db_url, course_db_url, temp_stu
     """The scores of `temp_student` in the temporary gradebook become `student`'s in the course
     gradebook; a manual grade already given stays, flagged for review again unless its grade id is
     in `unchanged` (what it graded is as it was)."""
-    with compat.gradebook(temp_db_url) as temp, compat.gradebook(course_db_url) as course:
+    with store.gradebook(temp_db_url) as temp, store.gradebook(course_db_url) as course:
         course.update_or_create_student(student)
         course.update_or_create_submission(assignment_id, student)
         source = temp.find_submission_notebook(assignment_id, assignment_id, temp_student)
@@ -94,7 +93,7 @@ def unchanged_grades(previous_path, new_path):
 
 def record_not_graded(assignment_id, student, course_db_url):
     """The submission's row in the gradebook, with no auto scores and flagged for manual grading."""
-    with compat.gradebook(course_db_url) as course:
+    with store.gradebook(course_db_url) as course:
         course.update_or_create_student(student)
         submission = course.update_or_create_submission(assignment_id, student)
         for notebook in submission.notebooks:

@@ -60,10 +60,10 @@ def test_missing_means_nothing_graded_for_the_assignment(course, tmp_path, grade
     with open_batch(course, tmp_path) as batch:
         import_roster(batch.course, roster)
         if graded_before:   # swilson was graded from an earlier download of this assignment
-            from grader import compat
+            from grader import store
             from grader.release import generate_release
             generate_release(batch.course, A1, tmp_path / "release")
-            with compat.gradebook(batch.course_db) as gb:
+            with store.gradebook(batch.course_db) as gb:
                 gb.update_or_create_submission(A1, "swilson")
         intake = identify(Intake(tmp_path, submissions=[sent("101", "doejane")]), batch)
     assert [s.student for s in intake.submissions] == ["jdoe"]

@@ -6,9 +6,9 @@ import dataclasses
 import datetime
 
 import pytest
-from traitlets.config import Config
 
-from grader.stages.late import PerDayPenalty, describe_penalty, late, penalty_config
+from grader.late_policy import penalty_config
+from grader.stages.late import late
 from grader.stages.merge import merge
 from support.grading import A1, DUE, grade_without_kernel, submission_file
 
@@ -56,29 +56,6 @@ def test_a_late_penalty_is_lifted_when_the_time_is_corrected(graded, a1_batch, m
     monkeypatch.setattr(a1_batch, "penalty_config", penalty_config("zero"))
     assert recorded(graded, a1_batch, "corrected", DUE + HOUR).penalty == graded.score
     assert recorded(graded, a1_batch, "corrected", DUE - HOUR).penalty == 0
-
-
-def test_per_day_penalty_counts_started_days_up_to_its_cap():
-    plugin = PerDayPenalty(percent_per_day=10, max_percent=30)
-    assert plugin.late_submission_penalty("s", 20, 1) == 2            # one second: one started day
-    assert plugin.late_submission_penalty("s", 20, 86400) == 2
-    assert plugin.late_submission_penalty("s", 20, 86401) == 4
-    assert plugin.late_submission_penalty("s", 20, 10 * 86400) == 6   # capped at 30 %
-
-
-def test_the_options_and_the_course_configuration():
-    assert describe_penalty(penalty_config("10%/day")) == "10% per started day late"
-    assert describe_penalty(penalty_config("zero")) == "zero (late work scores 0)"
-    assert describe_penalty(penalty_config("none")) == "none (late work is flagged only)"
-    with pytest.raises(ValueError, match="expected none, zero or a share per day like 10%/day"):
-        penalty_config("a lot")
-    course = Config()
-    course.AssignLatePenalties.plugin_class = "grader.stages.late.PerDayPenalty"
-    course.PerDayPenalty.percent_per_day = 5
-    course.Exchange.root = "/elsewhere"
-    taken = penalty_config(course_config=course)
-    assert describe_penalty(taken) == "5% per started day late" and "Exchange" not in taken
-    assert describe_penalty(penalty_config(course_config=None)) == "none (late work is flagged only)"
 
 
 def test_an_extension_in_the_lms_applies_and_one_given_here_takes_precedence(graded, a1_batch, monkeypatch):

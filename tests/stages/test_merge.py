@@ -4,14 +4,14 @@ graded still gets its row, flagged for manual grading, never a silent 0; nbgrade
 the notebook so that the Formgrader can return feedback."""
 import dataclasses
 
-from grader import cells, compat
+from grader import cells, store
 from grader.stages.merge import merge
 from grader.submission import Status
 from support.grading import A1, grade_without_kernel, submission_file
 
 
 def _course_grades(batch, student):
-    with compat.gradebook(batch.course_db) as gb:
+    with store.gradebook(batch.course_db) as gb:
         notebook = gb.find_submission_notebook(A1, A1, student)
         return {g.name: (g.auto_score, g.manual_score, g.needs_manual_grade) for g in notebook.grades}
 
@@ -29,7 +29,7 @@ def test_scores_and_notebook_reach_the_course(course, tmp_path, a1_batch):
 def test_a_regrade_keeps_the_manual_grade(course, tmp_path, a1_batch):
     graded = grade_without_kernel(submission_file(course, tmp_path, "bob", "sin_cos_swapped"), a1_batch)
     merge(graded, a1_batch)
-    with compat.gradebook(a1_batch.course_db) as gb:
+    with store.gradebook(a1_batch.course_db) as gb:
         gb.find_grade("written_permutation", A1, A1, "bob").manual_score = 2
         gb.find_grade("test_sinusoidal_encoding", A1, A1, "bob").manual_score = 1
         gb.db.commit()

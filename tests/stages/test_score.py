@@ -3,7 +3,7 @@ only text is the judge's message (never the hidden test source) -- and nbgrader'
 scores the cells into the submission's own gradebook."""
 
 
-from grader import cells, compat
+from grader import cells, store
 from grader.submission import TEMPLATE_STUDENT, Status
 from support.grading import A1, grade_without_kernel, submission_file
 
@@ -14,7 +14,7 @@ def _outputs(submission, grade_id):
 
 
 def _auto_scores(submission):
-    with compat.gradebook(submission.db_url) as gb:
+    with store.gradebook(submission.db_url) as gb:
         notebook = gb.find_submission_notebook(A1, A1, TEMPLATE_STUDENT)
         return {grade.name: grade.auto_score for grade in notebook.grades if grade.auto_score is not None}
 

@@ -1,0 +1,270 @@
+"""The course's saved state, and the one module that knows where it lives and how it is read and
+written. Everything else asks here; nothing else joins a path inside the grading folder.
+
+    <grading folder>/                   (course/ by default; Course.grading_dir)
+      gradebook.db                      nbgrader's gradebook, or $GRADER_DB_URL (Course.db_url):
+                                        students, grades, each assignment and its due date
+      submitted/ autograded/ feedback/  nbgrader's folders: autograded/<student>/<id>/<id>.ipynb,
+                                        feedback/<student>/<id>/<id>.html
+      exchange/                         nbgrader's exchange (or $GRADER_EXCHANGE_ROOT)
+      outcomes/<id>.json                each student's latest outcome (status, reason, failed tests,
+                                        lateness): the gradebook has scores, not reasons
+      reports/<id>.html                 the class report; similarity/ the similarity reports
+      term.json                         the term's decisions the gradebook has no column for (grader/term.py)
+      roster.json                       which of the gradebook's students the roster holds (grader/roster.py)
+      <id>-feedback-<lms>.zip, <id>-autograder.zip, grades-<format>.csv   what the commands write by default
+
+The gradebook is opened here too, with the one change the course makes to nbgrader: nbgrader stamps
+every new gradebook with its schema's alembic revision, which it finds by running the `alembic`
+program (`nbgrader.api.get_alembic_version`): about 2.8 CPU-s each time (twice per graded batch),
+and a failure when the environment's bin folder is not on PATH. alembic's Python API gives the same
+answer from the same scripts; it is asked once per process.
+"""
+import datetime
+import functools
+import json
+import threading
+import warnings
+from pathlib import Path
+
+from .status import Status
+
+TERM_FILE = "term.json"
+ROSTER_FILE = "roster.json"
+TERM_SECTIONS = ("penalties", "extensions", "lms_extensions", "excused")
+
+
+# ---- the grading folder's layout (`course`: a Course, or its grading folder itself) ----
+
+def grading_dir(course):
+    return Path(getattr(course, "grading_dir", course))
+
+
+def submitted_dir(course):
+    return grading_dir(course) / "submitted"
+
+
+def autograded_dir(course):
+    return grading_dir(course) / "autograded"
+
+
+def feedback_dir(course):
+    return grading_dir(course) / "feedback"
+
+
+def exchange_dir(course):
+    return grading_dir(course) / "exchange"
+
+
+def autograded_notebook(course, student, assignment_id):
+    """The student's graded notebook, as the merge stage keeps it."""
+    return autograded_dir(course) / student / assignment_id / f"{assignment_id}.ipynb"
+
+
+def feedback_page(course, student, assignment_id):
+    return feedback_dir(course) / student / assignment_id / f"{assignment_id}.html"
+
+
+def feedback_pages(course, assignment_id):
+    """Every student's feedback page of the assignment, sorted."""
+    return sorted(feedback_dir(course).glob(f"*/{assignment_id}/*.html"))
+
+
+def report_page(course, assignment_id):
+    return grading_dir(course) / "reports" / f"{assignment_id}.html"
+
+
+def similarity_dir(course):
+    return grading_dir(course) / "similarity"
+
+
+def feedback_zip(course, assignment_id, lms):
+    return grading_dir(course) / f"{assignment_id}-feedback-{lms}.zip"
+
+
+def grades_csv(course, form):
+    return grading_dir(course) / f"grades-{form}.csv"
+
+
+def autograder_zip(course, assignment_id):
+    return grading_dir(course) / f"{assignment_id}-autograder.zip"
+
+
+def sqlite_url(folder):
+    """The URL of the SQLite gradebook in `folder` (a course's grading folder, a scratch folder)."""
+    return f"sqlite:///{Path(folder) / 'gradebook.db'}"
+
+
+# ---- the gradebook ----
+
+_LOCK = threading.Lock()
+
+
+def patch_nbgrader():
+    """Patch nbgrader's alembic look-up (idempotent; Course.nbgrader_config and every gradebook
+    opening call it)."""
+    import nbgrader.api
+    with _LOCK:
+        if getattr(nbgrader.api.get_alembic_version, "in_process", False):
+            return
+        alembic_head.in_process = True
+        nbgrader.api.get_alembic_version = alembic_head
+
+
+@functools.cache
+def alembic_head():
+    """The revision `alembic heads` prints for nbgrader's migration scripts."""
+    from alembic.config import Config as AlembicConfig
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import _temp_alembic_ini
+    with _temp_alembic_ini("sqlite:///gradebook.db") as alembic_ini:
+        return ScriptDirectory.from_config(AlembicConfig(alembic_ini)).get_current_head()
+
+
+def gradebook(db_url):
+    """nbgrader's Gradebook on `db_url`, with the patch applied (a new SQLite gradebook is created
+    without the alembic program). Use it as `with store.gradebook(url) as gb:`."""
+    patch_nbgrader()
+    from nbgrader.api import Gradebook
+    return Gradebook(db_url)
+
+
+def gradebook_exists(db_url):
+    """False only for a SQLite gradebook whose file is not there yet (opening would create it)."""
+    return not (db_url.startswith("sqlite:///") and not Path(db_url.removeprefix("sqlite:///")).exists())
+
+
+def has_assignment(db_url, assignment_id):
+    """Whether the gradebook knows the assignment (`release` or an earlier run put it there)."""
+    from nbgrader.api import MissingEntry
+    if not gradebook_exists(db_url):
+        return False
+    with gradebook(db_url) as gb:
+        try:
+            gb.find_assignment(assignment_id)
+            return True
+        except MissingEntry:
+            return False
+
+
+def naive_utc(when):
+    """nbgrader stores naive UTC datetimes."""
+    return when.astimezone(datetime.timezone.utc).replace(tzinfo=None) if when else None
+
+
+def set_due_date(db_url, assignment_id, due):
+    """Store the assignment's due date (an aware datetime), creating the assignment if need be."""
+    with gradebook(db_url) as gb:
+        gb.update_or_create_assignment(assignment_id, duedate=naive_utc(due))
+
+
+def due_date(db_url, assignment_id):
+    """The assignment's due date in the gradebook (aware UTC), or None (no gradebook, no such
+    assignment, no due date)."""
+    from nbgrader.api import MissingEntry
+    if not gradebook_exists(db_url):
+        return None
+    with gradebook(db_url) as gb:
+        try:
+            due = gb.find_assignment(assignment_id).duedate
+        except MissingEntry:
+            return None
+    return due.replace(tzinfo=datetime.timezone.utc) if due else None
+
+
+def students_with_submissions(db_url, assignment_id):
+    """The ids of the students the gradebook holds a submission of the assignment from."""
+    from nbgrader.api import MissingEntry
+    if not gradebook_exists(db_url):
+        return set()
+    with warnings.catch_warnings(), gradebook(db_url) as gb:
+        warnings.simplefilter("ignore")
+        try:
+            return {s.student.id for s in gb.find_assignment(assignment_id).submissions}
+        except MissingEntry:
+            return set()
+
+
+# ---- outcomes: what the gradebook has no column for, per student ----
+
+def _outcomes_file(course, assignment_id):
+    return grading_dir(course) / "outcomes" / f"{assignment_id}.json"
+
+
+def _read(path):
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _write(path, data, **dumps):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, **dumps))
+
+
+def save_outcomes(course, assignment_id, submissions):
+    """Keep each student's latest outcome (`submission.summary()`) for the class report, the
+    export and the feedback zip; `missing` never replaces a graded or not-graded outcome."""
+    path = _outcomes_file(course, assignment_id)
+    known = _read(path)
+    kept = (Status.GRADED, Status.NOT_GRADED)
+    known.update({s.student: s.summary() for s in submissions
+                  if not (s.status == Status.MISSING and known.get(s.student, {}).get("status") in kept)})
+    _write(path, known, indent=1, sort_keys=True)
+
+
+def update_outcome(course, assignment_id, student, **fields):
+    """Change fields of one student's saved outcome (an extension's new lateness); nothing when
+    there is none."""
+    path = _outcomes_file(course, assignment_id)
+    known = _read(path)
+    if student in known:
+        known[student].update(fields)
+        _write(path, known, indent=1, sort_keys=True)
+
+
+def forget_outcome(course, assignment_id, student, status):
+    """Remove one student's saved outcome if it has `status` (an excused student's 'missing')."""
+    path = _outcomes_file(course, assignment_id)
+    known = _read(path)
+    if known.get(student, {}).get("status") == str(status):
+        del known[student]
+        _write(path, known, indent=1, sort_keys=True)
+
+
+def load_outcomes(course, assignment_id):
+    """The saved outcomes of an assignment, by student (FileNotFoundError before any autograde)."""
+    path = _outcomes_file(course, assignment_id)
+    if not path.exists():
+        raise FileNotFoundError(f"no graded submissions for {assignment_id} in {grading_dir(course)} "
+                                "(run autograde first)")
+    return json.loads(path.read_text())
+
+
+def all_outcomes(course):
+    """{(assignment, student): outcome} over every assignment graded so far."""
+    return {(path.stem, student): outcome
+            for path in sorted((grading_dir(course) / "outcomes").glob("*.json"))
+            for student, outcome in json.loads(path.read_text()).items()}
+
+
+# ---- term.json and roster.json ----
+
+def load_term(course):
+    """term.json's sections (grader/term.py says what each holds), each present."""
+    data = _read(grading_dir(course) / TERM_FILE)
+    for key in TERM_SECTIONS:
+        data.setdefault(key, {})
+    return data
+
+
+def save_term(course, data):
+    _write(grading_dir(course) / TERM_FILE, data, indent=1, sort_keys=True)
+
+
+def load_roster_record(course):
+    """roster.json ({source, updated_at, students}), or None when no roster was imported."""
+    path = grading_dir(course) / ROSTER_FILE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def save_roster_record(course, record):
+    (grading_dir(course) / ROSTER_FILE).write_text(json.dumps(record, indent=1))
