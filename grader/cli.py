@@ -9,7 +9,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from . import store
+from . import lms, store
 from .course import CELL_TIMEOUT_S, Course, CourseNotFound
 
 
@@ -69,9 +69,9 @@ def cmd_check(course, args):
 def cmd_autograde(course, args):
     from .autograde import autograde, count_statuses, format_table
     from .late_policy import describe_penalty, penalty_config
-    from .lms import parse_time
     from .sandbox import SandboxUnavailable
     from .submission import Options
+    from .times import parse_time
     [aid] = _ids(course, [args.id])
     started = time.time()
     try:
@@ -165,8 +165,8 @@ def cmd_roster(course, args):
 
 def cmd_extension(course, args):
     from .late_policy import reapply
-    from .lms import parse_time
     from .term import TermError, record_extension, remove_extension
+    from .times import parse_time
     [aid] = _ids(course, [args.id])
     try:
         if args.remove:
@@ -337,8 +337,7 @@ def build_parser():
                                             "or exchange folder, or a folder of notebooks")
     p.add_argument("id")
     p.add_argument("submissions", metavar="SOURCE")
-    p.add_argument("--lms", default="auto", choices=["auto", "canvas", "moodle", "blackboard", "nbgrader", "folder",
-                                                    "classroom"],
+    p.add_argument("--lms", default="auto", choices=lms.choices(),
                    help="how the download names files (default: auto, the preset that reads the most names); "
                         "classroom: the folder `gh classroom clone student-repos` writes, one git repository per "
                         "student, graded as of the last commit at or before --due")
@@ -384,14 +383,14 @@ def build_parser():
     p = verbs.add_parser("feedback", help="HTML feedback per student, hidden tests removed; --zip canvas|moodle "
                                            "also packs it for the LMS's bulk upload")
     p.add_argument("id")
-    p.add_argument("--zip", default=None, choices=["canvas", "moodle"], help="a zip for Canvas's Re-Upload "
+    p.add_argument("--zip", default=None, choices=lms.feedback_zip_formats(), help="a zip for Canvas's Re-Upload "
                    "Submissions or Moodle's Upload multiple feedback files in a zip")
     p.add_argument("--output", default=None, help="the zip (default: course/ID-feedback-LMS.zip)")
     _grading_folder(p)
     p.set_defaults(run=cmd_feedback)
     p = verbs.add_parser("export", help="grades as CSV: long, wide (one row per student), canvas or moodle import")
     p.add_argument("ids", nargs="*")
-    p.add_argument("--format", default="long", choices=["long", "wide", "canvas", "moodle"])
+    p.add_argument("--format", default="long", choices=("long", "wide") + lms.export_formats())
     p.add_argument("--output", default=None, help="the CSV file (default: course/grades-FORMAT.csv)")
     p.add_argument("--template", default=None, metavar="GRADEBOOK.csv", help="canvas: your own Canvas gradebook "
                    "export, filled in (its assignment columns only, every other byte as Canvas wrote it)")

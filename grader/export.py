@@ -25,9 +25,10 @@ from pathlib import Path
 from . import store, term
 from .csv_cells import is_formula, write_csv
 from .late_policy import assignment_penalty, penalty_points
+from .lms import export_formats
 from .submission import Status
 
-FORMATS = ("long", "wide", "canvas", "moodle")
+FORMATS = ("long", "wide") + export_formats()   # and each LMS gradebook import (grader/lms/); cli.py lists the same
 
 
 @dataclass

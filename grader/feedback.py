@@ -120,26 +120,16 @@ def export_csv(course, path, assignment_ids=None):
     return path, count
 
 
-# what each LMS's bulk upload matches a returned file by, rebuilt from the name the download gave
-# the graded file (outcomes: lms_name)
-ZIP_FORMATS = ("canvas", "moodle")
-
-
 def feedback_zip(course, assignment_id, lms, output):
-    """Every graded student's feedback page in a zip the LMS's bulk upload reads: Canvas's
-    "Re-Upload Submissions" takes the first two all-digit `_` parts of a name as the user id and the
-    id of a file in their submission (canvas-lms Assignment#infer_comment_context_from_filename), so
-    an anonymous submission's page carries the user id its records paired with the anonymous id;
-    Moodle's "Upload multiple feedback files in a zip" reads <name>_<participant id>_<plugin
-    type>_<plugin name>_... and gives the file to that one participant
-    (mod/assign/feedback/file/importziplib.php), so a team member's page carries their own
-    participant number, never the team folder's group id. Returns (path, pages written, notes on
-    who was left out and why). Run `feedback` first: the pages come from there."""
+    """Every graded student's feedback page in a zip the LMS's bulk upload reads, each named as that
+    LMS matches a returned file to its student (rebuilt from the name the download gave the graded
+    file, outcomes: lms_name; each LMS's module says how: grader/lms/). Returns (path, pages written,
+    notes on who was left out and why). Run `feedback` first: the pages come from there."""
     import zipfile
 
-    from .lms import _CANVAS, _MOODLE
-    if lms not in ZIP_FORMATS:
-        raise FeedbackError(f"--zip {lms!r}: choose one of {', '.join(ZIP_FORMATS)}")
+    from .lms import FORMATS, feedback_zip_formats
+    if lms not in feedback_zip_formats():
+        raise FeedbackError(f"--zip {lms!r}: choose one of {', '.join(feedback_zip_formats())}")
     written, skipped = {}, []
     for student, outcome in sorted(store.load_outcomes(course, assignment_id).items()):
         page = store.feedback_page(course, student, assignment_id)
@@ -148,23 +138,10 @@ def feedback_zip(course, assignment_id, lms, output):
         if outcome.get("preset") != lms:
             skipped.append(f"{student} (not from a {lms} download)")
             continue
-        pattern = _CANVAS if lms == "canvas" else _MOODLE
-        match = pattern.fullmatch(outcome.get("lms_name", ""))
-        uid = outcome.get("lms_user_id") or (match["uid"] if match else "")
-        if lms == "moodle" and outcome.get("group") and not (match and outcome.get("lms_records_read")):
-            skipped.append(f"{student} (team {outcome['group']}: Moodle gives a file to the participant its name "
-                           "carries, and no row of the grading worksheet gave theirs; grade with --worksheet)")
+        name, why_not = FORMATS[lms].feedback_name(outcome, assignment_id)
+        if name is None:
+            skipped.append(f"{student} ({why_not})")
             continue
-        if match is None or uid.startswith("anon_"):
-            skipped.append(f"{student} (the download's name {outcome.get('lms_name')!r} does not say whom "
-                           f"{lms} should give it to" + (": give --times the submissions JSON of an account with "
-                                                         "administrator access, which pairs anonymous ids with users"
-                                                         if uid.startswith("anon_") else "") + ")")
-            continue
-        if lms == "canvas":
-            name = f"{match['name'] or 'student'}_{uid}_{match['sid']}_{assignment_id}-feedback.html"
-        else:
-            name = f"{match['name']}_{match['uid']}_assignsubmission_file_{assignment_id}-feedback.html"
         written[name] = page
     if not written:
         raise FeedbackError(f"no feedback page for a {lms} submission of {assignment_id} in "

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .course import CELL_TIMEOUT_S
-from .lms import time_zone
 from .status import Status
+from .times import time_zone
 
 # who a submission is in its own temporary gradebook (the merge stage files it under the real student)
 TEMPLATE_STUDENT = "submission"

@@ -11,7 +11,7 @@ A1 = "a1_self_attention"
 
 
 def read(preset, name, when=None):
-    return getattr(lms, preset)(PurePosixPath(name), Path("/download") / name, A1, when)
+    return lms.FORMATS[preset].read_name(PurePosixPath(name), Path("/download") / name, A1, when)
 
 
 def test_canvas_names_late_flags_and_reuploads():
@@ -55,7 +55,7 @@ def test_nbgrader_submitted_and_exchange_layouts(tmp_path):
     folder = tmp_path / "alice" / A1
     folder.mkdir(parents=True)
     (folder / "timestamp.txt").write_text("2026-10-01 12:00:00.000000 UTC")
-    found = lms.nbgrader(PurePosixPath(f"alice/{A1}/{A1}.ipynb"), folder / f"{A1}.ipynb", A1)
+    found = lms.nbgrader.read_name(PurePosixPath(f"alice/{A1}/{A1}.ipynb"), folder / f"{A1}.ipynb", A1)
     assert found.login == "alice" and found.submitted_at == datetime.datetime(2026, 10, 1, 12, tzinfo=datetime.UTC)
     inbound = read("nbgrader", f"bob+{A1}+2026-10-02 09:00:00.000000 UTC+abc/{A1}.ipynb")
     assert inbound.login == "bob" and inbound.submitted_at.day == 2

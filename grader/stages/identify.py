@@ -16,7 +16,7 @@ import re
 
 from .. import store, term
 from ..groups import join_members, read_groups, split_groups, worksheet_groups
-from ..lms import DEFAULT_TEAM, SAFE_ID, default_team
+from ..lms import DEFAULT_TEAM, SAFE_ID, default_team, user_word
 from ..roster import load_roster
 from ..submission import Status, Submission
 
@@ -149,9 +149,7 @@ def _candidates(submission, roster):
 
 def describe(submission):
     """How the download names someone, for messages: 'doejane (Canvas user 123)'."""
-    what = {"canvas": "Canvas user", "moodle": "Moodle participant", "blackboard": "Blackboard user",
-            "classroom": "GitHub user"}
-    who = what.get(submission.preset, "login")
+    who = user_word(submission.preset)
     name = f"{submission.name} " if submission.name and submission.name != submission.login else ""
     if submission.lms_user_id:
         return f"{name}({who} {submission.lms_user_id}, anonymous as {submission.login})"
