@@ -55,11 +55,14 @@ class Course:
     root: Path
     grading_dir: Path | None = None
     course_id: str = dataclasses.field(default_factory=course_id)
+    # $GRADER_DB_URL, read once when the Course is made (with_grading_dir makes a new one)
+    database: str | None = dataclasses.field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "root", Path(self.root).resolve())
         grading = Path(self.grading_dir).resolve() if self.grading_dir else self.root / "course"
         object.__setattr__(self, "grading_dir", grading)
+        object.__setattr__(self, "database", os.environ.get("GRADER_DB_URL") or None)
 
     @classmethod
     def find(cls, start=None, environ=None, grading_dir=None):
@@ -126,7 +129,7 @@ class Course:
     def db_url(self):
         """The course gradebook: $GRADER_DB_URL (PostgreSQL for several graders), else SQLite in
         the grading folder."""
-        return os.environ.get("GRADER_DB_URL") or f"sqlite:///{self.grading_dir / 'gradebook.db'}"
+        return self.database or store.sqlite_url(self.grading_dir)
 
     def nbgrader_config(self, config=None, release_dir=None, db_url=None):
         """Fill a traitlets Config with this course (nbgrader_config.py calls this too)."""

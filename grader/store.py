@@ -101,14 +101,18 @@ _LOCK = threading.Lock()
 
 
 def patch_nbgrader():
-    """Patch nbgrader's alembic look-up (idempotent; Course.nbgrader_config and every gradebook
-    opening call it)."""
+    """Patch nbgrader's alembic look-up and quiet its one harmless warning (idempotent;
+    Course.nbgrader_config and every gradebook opening call it)."""
     import nbgrader.api
     with _LOCK:
         if getattr(nbgrader.api.get_alembic_version, "in_process", False):
             return
         alembic_head.in_process = True
         nbgrader.api.get_alembic_version = alembic_head
+        # nbgrader's update_or_create_submission trips SQLAlchemy's autoflush warning ("... not in
+        # session ..."); it is harmless. One targeted filter, set with the first gradebook opened:
+        # catch_warnings() around each opening is not thread-safe under parallel grading.
+        warnings.filterwarnings("ignore", message=".*not in session.*")
 
 
 @functools.cache

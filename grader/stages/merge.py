@@ -7,17 +7,11 @@ cell, or (for an overridden test) any code the student wrote.
 A submission that could not be graded still gets its row, with no auto scores and flagged for
 manual grading -- never a silent zero."""
 import shutil
-import warnings
 from pathlib import Path
 
 from .. import cells, store
 from ..lms import NBGRADER_KEYS
 from ..submission import TEMPLATE_STUDENT, Status
-
-# nbgrader's update_or_create_submission trips SQLAlchemy's autoflush warning ("... not in
-# session ..."); it is harmless. One targeted filter for the whole process, used by every stage
-# that opens a gradebook: catch_warnings() is not thread-safe under parallel grading.
-warnings.filterwarnings("ignore", message=".*not in session.*")
 
 
 def merge(submission, batch):
