@@ -1,7 +1,7 @@
 """What an LMS records beside a submissions download, read from the file the instructor downloads
 with it: when each student submitted, whether the LMS counted it late, and (Moodle) who a
 participant is, which group they submitted with and the extension they were granted. A download's
-own file times are never used (grader/lms.py says why).
+own file times are never used (grader/lms/ says why).
 
     --times FILE      Canvas's submissions API, saved as JSON: GET /api/v1/courses/:course/
                       assignments/:assignment/submissions (a list of Submission objects: user_id,

@@ -34,7 +34,7 @@ class Options:
     workers: int | None = None           # submissions graded at once (default: grader/cpus.py, the usable CPUs)
     cell_timeout: int = CELL_TIMEOUT_S   # seconds per cell
     total_timeout: int | None = None     # seconds per notebook (default: see stages/execute.py)
-    lms: str = "auto"                    # how the download names its files (grader/lms.py)
+    lms: str = "auto"                    # how the download names its files (grader/lms/)
     pattern: str | None = None           # a regular expression instead of a preset
     times: object = None                 # Canvas's submissions JSON (a file, or a tuple of its pages) or a CSV
                                          # of times (grader/lms_records.py)
@@ -84,7 +84,7 @@ class Submission:
     email: str = ""                            # their e-mail address, when the LMS's records give it
     lms_name: str = ""                         # the graded file's name in the download (its first path part):
                                                # what the LMS matches returned feedback by
-    preset: str = ""                           # the naming it was read with (grader/lms.py)
+    preset: str = ""                           # the naming it was read with (grader/lms/)
     submitted_at: object = None                # aware UTC datetime, when the download says
     lms_late: bool | None = None               # the LMS's own late flag (Canvas, Moodle's worksheet)
     lms_user_id: str = ""                      # the LMS's user id behind an anonymous name (Canvas's anon_<id>),

@@ -1,4 +1,4 @@
-"""How each LMS names the files of a download (grader/lms.py): who sent a file, when, and which
+"""How each LMS names the files of a download (grader/lms/): who sent a file, when, and which
 attempt it is; anything a preset cannot read is left for `unrecognised`, never guessed."""
 import datetime
 from pathlib import Path, PurePosixPath

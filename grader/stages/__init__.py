@@ -1,6 +1,6 @@
 """The autograding pipeline's stages, one module each, in the order grader/pipeline.py runs them:
 
-  collect   find the submissions in an LMS download (grader/lms.py reads its file names),
+  collect   find the submissions in an LMS download (grader/lms/ reads its file names),
             nbgrader's submitted/ or exchange folder, or a folder of notebooks; latest attempt
   identify  map each to a roster student; strangers and missing students reported
   sanitize  read it; nbgrader's own preprocessors: clear outputs, de-duplicate ids, restore the

@@ -1,7 +1,7 @@
 """collect: find one notebook per student in whatever the instructor was given, and when it came.
 
 The source is a folder or a .zip as an LMS gives it (Canvas, Moodle, Blackboard), nbgrader's
-submitted/ folder or exchange inbound, or a plain folder of notebooks; grader/lms.py reads who
+submitted/ folder or exchange inbound, or a plain folder of notebooks; grader/lms/ reads who
 submitted each file. When one student sent several files, the latest notebook is graded and the
 others are listed; files no naming reads are listed as unrecognised, never dropped. The time of a
 submission comes from its name (Blackboard, nbgrader) or from what the LMS records beside the
