@@ -124,10 +124,9 @@ def cmd_feedback(course, args):
 
 
 def cmd_export(course, args):
-    from .export import export
+    from .export import export, parse_maps
     output = args.output or str(store.grades_csv(course, args.format))
     try:
-        from .canvas_template import parse_maps
         path, count, notes = export(course, output, args.format, assignment_ids=args.ids or None,
                                     template=args.template, maps=parse_maps(args.map))
     except ValueError as error:

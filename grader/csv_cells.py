@@ -4,8 +4,8 @@ Excel, LibreOffice and Google Sheets read a cell whose text begins with `=`, `+`
 or a carriage return as a formula, so a student who calls themselves `=HYPERLINK(...)` in Moodle (or
 whose roster id or e-mail begins so) would have it run on the instructor's machine when the export
 is opened ("CSV injection"). OWASP's rule, applied here to every cell of every CSV the grader writes
-(export.py, canvas_template.py, similarity.py): such a cell is prefixed with a single quote, which a spreadsheet
-shows as text. A number (`-3.5`, `+2`, `1e-3`) is not text and stays as it is.
+(export.py, the LMS gradebook imports of grader/lms/, similarity.py): such a cell is prefixed with a
+single quote, which a spreadsheet shows as text. A number (`-3.5`, `+2`, `1e-3`) is not text and stays as it is.
 
 A quote changes the text, so a column an LMS importer matches students by cannot take one and
 still match. Canvas matches by `ID` (its user id, digits only, never touched) before any other
@@ -26,6 +26,11 @@ def is_formula(value):
 def safe_cell(value):
     """The cell as written: `'` + the text where a spreadsheet would read a formula, else as it is."""
     return "'" + value if is_formula(value) else value
+
+
+def number(value):
+    """A number's cell: `3`, `2.5`; empty for None."""
+    return "" if value is None else f"{value:g}"
 
 
 def safe_row(row):

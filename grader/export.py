@@ -5,12 +5,9 @@
     wide    one row per student (the roster's, when one was imported): `student`, one column per
             assignment holding its total, then `late`, `missing` and `provisional`, each naming the
             assignments concerned
-    canvas  Canvas's gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, one column
-            per assignment (ID is the roster's lms_user_id, Canvas's user id)
-    moodle  Moodle's grade import (CSV): First name, Last name, Email address, one assignment's
-            column; only students with an e-mail address and a grade (Moodle's import clears a
-            grade for an empty cell and stops at a row it cannot match); map "Email address" to
-            the user's email when importing
+    <lms>   an LMS's gradebook import (canvas, moodle): its module of grader/lms/ writes the rows
+            (LmsFormat.export), says whom it left out, and may fill the instructor's own export in
+            (canvas --template)
 
 Totals are after the late-submission penalty, computed here on the whole total (written-answer
 points graded after autograde included) with the assignment's rule and each student's extension
@@ -22,13 +19,18 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import store, term
-from .csv_cells import is_formula, write_csv
+from . import lms, store, term
+from .csv_cells import number as _number
+from .csv_cells import write_csv
 from .late_policy import assignment_penalty, penalty_points
-from .lms import export_formats
 from .submission import Status
 
-FORMATS = ("long", "wide") + export_formats()   # and each LMS gradebook import (grader/lms/); cli.py lists the same
+OWN_FORMATS = ("long", "wide")          # and each LMS gradebook import (grader/lms/)
+
+
+def formats():
+    """What `export --format` takes."""
+    return OWN_FORMATS + lms.export_formats()
 
 
 @dataclass
@@ -97,10 +99,6 @@ def gather(course, assignment_ids=None):
     return [people.get(i, RosterStudent(i)) for i in ids], names, entries
 
 
-def _number(value):
-    return "" if value is None else f"{value:g}"
-
-
 def rows_long(people, names, entries):
     cells = []
     for entry in entries.values():
@@ -130,76 +128,28 @@ def rows_wide(people, names, entries):
     return header, rows
 
 
-def rows_canvas(people, names, entries):
-    header = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + names
-    rows = [["Points Possible", "", "", "", ""] + [_number(entries[(people[0].id, n)].max_score) if people else ""
-                                                   for n in names]]
-    for person in people:
-        name = ", ".join(p for p in (person.last_name, person.first_name) if p) or person.id
-        rows.append([name, person.lms_user_id, "", person.id, ""]
-                    + [entries[(person.id, n)].shown_total for n in names])
-    return header, rows
-
-
-def rows_moodle(people, names, entries):
-    """Moodle's grade import clears a grade for an empty cell and stops at a row it cannot match
-    (grade/import/csv/classes/load_data.php): one assignment, and only the rows that have both an
-    e-mail address and a grade. An address a spreadsheet would read as a formula is left out too:
-    written with the quote that disarms it, it would match nobody (grader/csv_cells.py)."""
-    header = ["First name", "Last name", "Email address"] + names
-    rows = [[p.first_name, p.last_name, p.email] + [_number(entries[(p.id, n)].total) for n in names]
-            for p in people if p.email and not is_formula(p.email)
-            and all(entries[(p.id, n)].total is not None for n in names)]
-    return header, rows
-
-
-def _moodle_left_out(people, names, entries):
-    """Who rows_moodle leaves out, and why, for the instructor."""
-    notes = []
-    no_email = [p.id for p in people if not p.email]
-    if no_email:
-        notes.append(f"left out, no e-mail address (Moodle matches rows by it; import a roster with email): "
-                     f"{', '.join(no_email)}")
-    formula = [p.id for p in people if is_formula(p.email)]
-    if formula:
-        notes.append(f"left out, an e-mail address a spreadsheet would run as a formula (written safely it would "
-                     f"match nobody in Moodle; enter the grade there by hand): {', '.join(formula)}")
-    excused = [p.id for p in people if p.email and p.id not in formula
-               and any(entries[(p.id, n)].status == Status.EXCUSED for n in names)]
-    if excused:
-        notes.append(f"left out, excused (Moodle's import has no mark for it; excuse them in Moodle): "
-                     f"{', '.join(excused)}")
-    no_grade = [p.id for p in people if p.email and p.id not in excused and p.id not in formula
-                and any(entries[(p.id, n)].total is None for n in names)]
-    if no_grade:
-        notes.append(f"left out, no grade to send (an empty cell would clear the grade in Moodle): "
-                     f"{', '.join(no_grade)}")
-    return notes
-
-
 def export(course, path, fmt="long", assignment_ids=None, template=None, maps=None):
     """Write the CSV; returns (path, data rows, warnings for the instructor). `template`: the
     instructor's Canvas gradebook export, filled in rather than a new file written (canvas only;
     `maps`: {assignment id: Canvas column title})."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    if template is not None and fmt != "canvas":
-        raise ValueError("--template is the instructor's Canvas gradebook export: it goes with --format canvas")
+    if fmt not in formats():
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(formats())}")
+    writer = None if fmt in OWN_FORMATS else lms.FORMATS[fmt].export
+    if template is not None and (writer is None or writer.template is None):
+        templates = [name for name in lms.export_formats() if lms.FORMATS[name].export.template is not None]
+        raise ValueError(f"--template is the instructor's {' or '.join(t.capitalize() for t in templates)} "
+                         f"gradebook export: it goes with --format {' or '.join(templates)}")
     people, names, entries = gather(course, assignment_ids)
     if template is not None:
-        return _export_into_template(Path(path), people, names, entries, template, maps)
-    if fmt == "moodle" and len(names) != 1:
-        raise ValueError(f"the moodle format holds one assignment (Moodle's import clears a grade for an empty "
-                         f"cell, so each file carries only the students graded in it): name one of "
+        return writer.template(Path(path), people, names, entries, template, maps)
+    if writer is not None and writer.one_assignment and len(names) != 1:
+        raise ValueError(f"the {fmt} format holds one assignment ({fmt.capitalize()}'s import clears a grade for an "
+                         f"empty cell, so each file carries only the students graded in it): name one of "
                          f"{', '.join(names) or 'none graded yet'}, e.g. `export {names[0] if names else 'ID'} "
-                         f"--format moodle`")
-    header, rows = {"long": rows_long, "wide": rows_wide, "canvas": rows_canvas, "moodle": rows_moodle}[fmt](
-        people, names, entries)
-    notes = _moodle_left_out(people, names, entries) if fmt == "moodle" else []
-    if fmt == "canvas" and any(not p.lms_user_id for p in people):
-        lacking = [p.id for p in people if not p.lms_user_id]
-        notes.append(f"{len(lacking)} student(s) without an lms_user_id ({', '.join(lacking[:5])}...): Canvas "
-                     "matches them by SIS Login ID only; import a roster with lms_user_id")
+                         f"--format {fmt}`")
+    rows_of = {"long": rows_long, "wide": rows_wide}[fmt] if writer is None else writer.rows
+    header, rows = rows_of(people, names, entries)
+    notes = writer.notes(people, names, entries) if writer is not None and writer.notes else []
     listed = {p.id for p in people}      # a dropped student's grades stay in the gradebook, out of every export
     provisional = sorted({f"{e.student}/{e.assignment}" for e in entries.values() if e.provisional
                           and e.student in listed})
@@ -212,17 +162,12 @@ def export(course, path, fmt="long", assignment_ids=None, template=None, maps=No
     return path, len(rows), notes
 
 
-def _export_into_template(path, people, names, entries, template, maps):
-    from .canvas_template import fill_template
-    totals = {(p.lms_user_id, n): "EX" if entries[(p.id, n)].status == Status.EXCUSED else entries[(p.id, n)].total
-              for p in people if p.lms_user_id for n in names}
-    text, filled, notes = fill_template(template, names, totals, maps)
-    lacking = [p.id for p in people if not p.lms_user_id]
-    if lacking:
-        notes.append(f"not written, no lms_user_id (Canvas matches rows by its ID column): {', '.join(lacking)}")
-    notes.insert(0, "filled: " + "; ".join(f"{aid} -> {title}" for aid, title in filled))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(text.encode("utf-8"))
-    written = sum(1 for p in people if p.lms_user_id and any(entries[(p.id, aid)].total is not None
-                                                                for aid, _ in filled))
-    return path, written, notes
+def parse_maps(values):
+    """`--map ID="Column title"` options -> {assignment id: column title}."""
+    maps = {}
+    for value in values or []:
+        aid, sep, column = value.partition("=")
+        if not sep or not aid.strip() or not column.strip():
+            raise ValueError(f"--map {value!r}: expected ASSIGNMENT_ID=\"Canvas column title (12345)\"")
+        maps[aid.strip()] = column.strip().strip('"')
+    return maps

@@ -4,16 +4,12 @@ An LMS's download holds one file per group: Canvas names a group assignment's fi
 (the user id in it is one member's: canvas-lms Assignment#representatives), Moodle's team
 submissions put it in the folder <Group name>_<group id>_assignsubmission_file
 (mod/assign/classes/downloader.php), GitHub Classroom's group assignments name the repository
-<slug>-<team name>. Who is in each group comes from FILE, in one of three forms:
+<slug>-<team name>. Who is in each group comes from FILE, in one of these forms:
 
     plain      a CSV with the columns `group` and `student` (one row per member; the student as the
                roster knows them: roster id, login, LMS user id or e-mail)
-    canvas     Canvas's export of a group set (GET /api/v1/group_categories/:id/export): name,
-               canvas_user_id, [user_id,] login_id, sections, group_name, [canvas_group_id, group_id];
-               a student with an empty group_name is in no group (canvas-lms
-               app/controllers/group_categories_controller.rb, #export)
-    moodle     Moodle's participants download with its Groups column (First name, Last name, the
-               identity fields, Groups: the names of the student's groups, ", " between them)
+    <lms>      an LMS's own group set (Canvas's group set export, Moodle's participants download with
+               its Groups column): its module of grader/lms/ reads it (LmsFormat.groups)
 
 Without FILE, a Moodle grading worksheet of team submissions (--worksheet) names every participant's
 team in its Group column (mod/assign/gradingtable.php, col_team): the teams are read from it.
@@ -23,12 +19,14 @@ digits, lowercased: Canvas's "team7" is the group "Team 7"). Every member become
 their own whose notebook is the group's, noted "group <name>". A Moodle team's folder carries the
 group's id, which is no participant's: a member's feedback is named by their own participant
 number, from the worksheet (stages/identify.py), never by the folder's."""
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .lms import DEFAULT_TEAM, SAFE_ID, default_team
-from .lms_records import csv_rows, read_text
+from . import lms
+from .lms import DEFAULT_TEAM, SAFE_ID, default_team, format_of
+from .lms.base import records
+from .lms.base import slug as _slug
+from .lms.records import csv_rows, read_text
 from .submission import Status, Submission
 
 
@@ -66,27 +64,22 @@ class Groups:
         return None
 
 
-def _slug(text):
-    return re.sub(r"[^a-z0-9]", "", (text or "").lower())
-
-
 def read_groups(path):
-    """Groups from FILE (plain, canvas or moodle form); GroupsError naming the problem."""
+    """Groups from FILE (plain, or an LMS's group set); GroupsError naming the problem."""
     path = Path(path)
     rows = csv_rows(read_text(path, GroupsError))
     header = [cell.strip().lower() for cell in rows[0]] if rows else []
+    forms = {name: f.groups for name, f in lms.FORMATS.items() if f.groups is not None}
     if "group" in header and "student" in header:
         form, entries = "plain", _plain(path, header, rows[1:])
-    elif "canvas_user_id" in header and "group_name" in header:
-        form, entries = "canvas", _canvas(header, rows[1:])
-    elif "first name" in header and "last name" in header and "groups" in header:
-        form, entries = "moodle", _moodle(header, rows[1:])
     else:
-        raise GroupsError(
-            f"{path}: not a list of groups this course reads: its first row should name the columns `group` "
-            f"and `student` (one row per member), or be Canvas's group set export (name, canvas_user_id, "
-            f"login_id, ..., group_name) or Moodle's participants download with its Groups column; "
-            f"found {[cell.strip() for cell in rows[0]] if rows else 'nothing'}")
+        form = next((name for name, reader in forms.items() if reader.matches(header)), None)
+        if form is None:
+            raise GroupsError(
+                f"{path}: not a list of groups this course reads: its first row should name the columns `group` "
+                f"and `student` (one row per member), or be {' or '.join(reader.what for reader in forms.values())}; "
+                f"found {[cell.strip() for cell in rows[0]] if rows else 'nothing'}")
+        entries = [(name, Member(**fields)) for name, fields in forms[form].rows(header, rows[1:])]
     groups = {}
     for group_name, member in entries:
         slug = _slug(group_name)
@@ -97,58 +90,18 @@ def read_groups(path):
             group.members.append(member)
     if not groups:
         raise GroupsError(f"{path}: read as {form}, but it puts nobody in a group"
-                          + (" (every group_name is empty)" if form == "canvas" else ""))
+                          + (forms[form].nobody if form in forms else ""))
     return Groups(path, form, groups)
-
-
-def _records(header, rows):
-    for line, row in enumerate(rows, start=2):
-        values = {h: (v or "").strip() for h, v in zip(header, row) if h}
-        if any(values.values()):
-            yield line, values
 
 
 def _plain(path, header, rows):
     entries = []
-    for line, values in _records(header, rows):
+    for line, values in records(header, rows):
         if not values.get("group"):
             raise GroupsError(f"{path}, line {line}: the group is empty (each row is `group,student`)")
         student = values.get("student", "")
         entries.append((values["group"], Member(student, (student,), default_id=SAFE_ID.sub("_", student))
                         if student else None))
-    return entries
-
-
-def _canvas(header, rows):
-    entries = []
-    name_column = "name" if "name" in header else header[0]
-    for _, values in _records(header, rows):
-        if not values.get("group_name"):
-            continue                                  # in no group of this set
-        sortable = values.get(name_column, "")
-        last, _, first = sortable.partition(",")
-        uid, sis, login = values.get("canvas_user_id", ""), values.get("user_id", ""), values.get("login_id", "")
-        default = login or sis or f"{_slug(last + first)}_{uid}"      # as the roster's canvas import names them
-        entries.append((values["group_name"], Member(sortable or uid, tuple(k for k in (uid, sis, login) if k),
-                                                     name=f"{first.strip()} {last.strip()}".strip(),
-                                                     names=(_slug(first + last), _slug(last + first)),
-                                                     default_id=SAFE_ID.sub("_", default))))
-    return entries
-
-
-def _moodle(header, rows):
-    entries = []
-    for _, values in _records(header, rows):
-        first, last = values.get("first name", ""), values.get("last name", "")
-        email = values.get("email address", "")
-        keys = tuple(k for k in (values.get("id number", ""), values.get("username", ""), email) if k)
-        default = (values.get("id number") or values.get("username") or email.split("@")[0] or _slug(first + last))
-        for group_name in (g.strip() for g in values.get("groups", "").split(", ")):
-            if group_name and group_name.lower() not in ("no groups", "-"):
-                entries.append((group_name, Member(f"{first} {last}".strip() or default, keys,
-                                                   name=f"{first} {last}".strip(),
-                                                   names=(_slug(first + last), _slug(last + first)),
-                                                   default_id=SAFE_ID.sub("_", default))))
     return entries
 
 
@@ -199,7 +152,8 @@ def split_groups(submissions, groups, roster=None):
     matched = set()
     for submission in submissions:
         group = groups.find(submission)
-        if group is None and submission.preset == "moodle" and submission.login == DEFAULT_TEAM:
+        team_folders = format_of(submission.preset).team_folders
+        if group is None and team_folders and submission.login == DEFAULT_TEAM:
             not_graded.append(Submission(DEFAULT_TEAM, submission.path, login=submission.login, name=DEFAULT_TEAM,
                                          preset=submission.preset, status=Status.NOT_ON_ROSTER,
                                          reason=f"Moodle's team of the students in no group sent it: not graded "
@@ -229,7 +183,7 @@ def split_groups(submissions, groups, roster=None):
                 continue
             email = getattr(found, "email", "") or next((key for key in member.keys if "@" in key), "")
             # a Moodle team's folder number is the group's id: the member's own name comes from the worksheet
-            lms_name = "" if submission.preset == "moodle" else submission.lms_name
+            lms_name = "" if team_folders else submission.lms_name
             by_group.append(Submission(student, submission.path, login=submission.login, name=member.name or student,
                                        email=email, lms_name=lms_name, preset=submission.preset,
                                        submitted_at=submission.submitted_at, lms_late=submission.lms_late,

@@ -3,12 +3,8 @@
 
 It reads the class list as the LMS exports it, and says which form it found:
     course     the columns nbgrader takes: id, first_name, last_name, email, lms_user_id (id required)
-    canvas     Canvas's gradebook export (Grades > Export): Student ("Doe, Jane"), ID (the user id),
-               SIS User ID, SIS Login ID, ..., Section, the assignments; its Points Possible and
-               Manual Posting rows skipped (canvas-lms lib/gradebook_exporter.rb)
-    moodle     Moodle's participants download (Participants > select all > Download table data as
-               CSV): First name, Last name, and the identity fields (Email address, ID number,
-               Username) (user/action_redir.php)
+    <lms>      an LMS's own class list (Canvas's gradebook export, Moodle's participants download):
+               its module of grader/lms/ reads it (LmsFormat.roster), and names the form
 with `,` or `;` between the fields, in UTF-8 with or without a byte-order mark. Students keep the
 id the course gave them; a student who left is dropped from the roster (`roster drop`, or
 `roster import --replace`), which takes them out of every export while their grades stay in the
@@ -17,13 +13,13 @@ gradebook.
 With a roster, every submission must map to a roster id (identify.py) and the export has one row
 per roster student; without one, the students are whoever submitted."""
 import datetime
-import re
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import store
-from .lms_records import csv_rows, read_text
+from . import lms, store
+from .lms.base import records
+from .lms.records import csv_rows, read_text
 
 COLUMNS = ("id", "first_name", "last_name", "email", "lms_user_id")
 
@@ -52,23 +48,22 @@ class RosterStudent:
 
 
 def read_roster_csv(path):
-    """(the roster's students, the form it was read as: course, canvas or moodle); RosterError
-    saying which row and column is wrong."""
+    """(the roster's students, the form it was read as: course, or the LMS whose class list it is);
+    RosterError saying which row and column is wrong."""
     path = Path(path)
     rows = csv_rows(read_text(path, RosterError))
     header = [cell.strip() for cell in rows[0]] if rows else []
     lowered = [cell.lower() for cell in header]
+    forms = {name: f.roster for name, f in lms.FORMATS.items() if f.roster is not None}
     if "id" in lowered and "student" not in lowered:
         form, students = "course", _course_rows(path, lowered, rows[1:])
-    elif len(header) > 1 and "student" in lowered[0] and lowered[1] == "id":
-        form, students = "canvas", _canvas_rows(lowered, rows[1:])
-    elif "first name" in lowered and "last name" in lowered:
-        form, students = "moodle", _moodle_rows(lowered, rows[1:])
     else:
-        raise RosterError(f"{path}: not a class list this course reads: its first row should name the columns "
-                          f"{', '.join(COLUMNS)} (only id is required), or be Canvas's gradebook export (Student, "
-                          f"ID, ...) or Moodle's participants download (First name, Last name, Email address); "
-                          f"found {header or 'nothing'}")
+        form = next((name for name, reader in forms.items() if reader.matches(lowered)), None)
+        if form is None:
+            raise RosterError(f"{path}: not a class list this course reads: its first row should name the columns "
+                              f"{', '.join(COLUMNS)} (only id is required), or be "
+                              f"{' or '.join(reader.what for reader in forms.values())}; found {header or 'nothing'}")
+        students = [(line, RosterStudent(**fields)) for line, fields in forms[form].rows(lowered, rows[1:])]
     seen = {}
     for line, student in students:
         if not student.id:
@@ -87,43 +82,7 @@ def _course_rows(path, header, rows):
         raise RosterError(f"{path}: unknown column(s) {', '.join(unknown)}; the roster takes "
                           f"{', '.join(COLUMNS)} (only id is required)")
     return [(line, RosterStudent(**{c: values.get(c, "") for c in COLUMNS}))
-            for line, values in _records(header, rows)]
-
-
-def _canvas_rows(header, rows):
-    students = []
-    for line, values in _records(header, rows):
-        name = values.get("student", "")
-        if "points possible" in name.lower() or not values.get("id", "").isdigit() or name == "Student, Test":
-            continue        # the Points Possible and Manual Posting rows; Canvas's own test student
-        last, _, first = name.partition(",")
-        login = values.get("sis login id") or values.get("sis user id")
-        student_id = login or f"{_slug(last + first)}_{values['id']}"      # as default_id names them
-        students.append((line, RosterStudent(student_id, first.strip(), last.strip(), "", values["id"])))
-    return students
-
-
-def _moodle_rows(header, rows):
-    students = []
-    for line, values in _records(header, rows):
-        email = values.get("email address", "")
-        student_id = (values.get("id number") or values.get("username") or email.split("@")[0]
-                      or _slug(values.get("first name", "") + values.get("last name", "")))
-        students.append((line, RosterStudent(student_id, values.get("first name", ""), values.get("last name", ""),
-                                             email, "")))
-    return students
-
-
-def _records(header, rows):
-    """(line number, {lowered column: stripped value}) of the non-empty data rows."""
-    for line, row in enumerate(rows, start=2):
-        values = {h: (v or "").strip() for h, v in zip(header, row) if h}
-        if any(values.values()):
-            yield line, values
-
-
-def _slug(text):
-    return re.sub(r"[^a-z0-9]", "", text.lower())
+            for line, values in records(header, rows)]
 
 
 def import_roster(course, path, replace=False):

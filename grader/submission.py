@@ -37,7 +37,7 @@ class Options:
     lms: str = "auto"                    # how the download names its files (grader/lms/)
     pattern: str | None = None           # a regular expression instead of a preset
     times: object = None                 # Canvas's submissions JSON (a file, or a tuple of its pages) or a CSV
-                                         # of times (grader/lms_records.py)
+                                         # of times (grader/lms/records.py)
     worksheet: str | None = None         # Moodle's grading worksheet: times and who each participant is
     lms_timezone: str | None = None      # the LMS's zone, for its times without an offset
     groups: str | None = None            # who is in each group: one file graded for every member (grader/groups.py)

@@ -128,7 +128,7 @@ CANVAS_GRADEBOOK = "\ufeff" + "\r\n".join([
 
 
 def test_canvas_template_fills_only_the_assignment_column(graded_course, tmp_path):
-    from grader.canvas_template import parse_maps
+    from grader.export import parse_maps
     course, score = graded_course
     template = tmp_path / "canvas-gradebook.csv"
     template.write_bytes(CANVAS_GRADEBOOK.encode("utf-8"))
@@ -144,7 +144,7 @@ def test_canvas_template_fills_only_the_assignment_column(graded_course, tmp_pat
 
 
 def test_canvas_template_says_which_columns_it_has(graded_course, tmp_path):
-    from grader.canvas_template import parse_maps
+    from grader.export import parse_maps
     course, _ = graded_course
     template = tmp_path / "canvas-gradebook.csv"
     template.write_bytes(CANVAS_GRADEBOOK.encode("utf-8"))
@@ -234,7 +234,7 @@ def test_a_cell_is_quoted_only_where_a_spreadsheet_would_run_it(value, written):
 
 
 def test_canvas_template_disarms_formulas_and_keeps_every_other_byte(hostile_course, tmp_path):
-    from grader.canvas_template import parse_maps
+    from grader.export import parse_maps
     course, score = hostile_course
     gradebook = "\r\n".join([
         "Student,ID,SIS User ID,SIS Login ID,Section,Assignment 1 (12345),Quiz 1 (222)",

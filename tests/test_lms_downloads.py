@@ -128,7 +128,7 @@ def test_canvas_anonymous_files_reach_the_class_list_through_the_admins_json(ter
 
 def test_canvas_exports_and_feedback_reach_each_anonymous_student(terms):
     tmp, score, (course, _, _), _ = terms
-    from grader.canvas_template import parse_maps
+    from grader.export import parse_maps
     template = tmp / "gradebook.csv"
     template.write_text("Student,ID,SIS User ID,SIS Login ID,Section,Assignment 1 (12345)\n"
                         "    Points Possible,,,,,18.00\n" + "".join(

@@ -1,15 +1,20 @@
 """A new LMS is one module with a FORMAT (grader/lms/base.py: LmsFormat): registered, it is read by
-`--lms NAME` and by `--lms auto`, offered by the command line, named in messages, and packed by
-`feedback --zip NAME`. The module is the made-up one of docs/architecture.md (tests/support)."""
+`--lms NAME` and by `--lms auto`, offered by the command line, named in messages, packed by
+`feedback --zip NAME`, its class list read by `roster import`, its teams by `--groups`, and its
+gradebook import written by `export --format NAME`. The module is the made-up one of
+docs/architecture.md (tests/support)."""
+import csv
 import datetime
 from pathlib import Path, PurePosixPath
 
 import pytest
 
-from grader import lms
+from grader import export, lms
 from grader.cli import build_parser
+from grader.groups import read_groups
+from grader.roster import RosterError, RosterStudent, read_roster_csv
 from grader.stages.identify import describe
-from grader.submission import Submission
+from grader.submission import Status, Submission
 from support import example_lms
 
 A1 = "a1_self_attention"
@@ -48,7 +53,43 @@ def test_its_feedback_zip_names_each_page(quizhub):
     assert name is None and "not Quizhub's" in why
 
 
-def test_without_registering_it_is_unknown():
+def test_roster_import_reads_its_class_list(quizhub, tmp_path):
+    path = tmp_path / "class.csv"
+    path.write_text("Username,Display name,Email\nada,Ada Lovelace,ada@uni.example\nbo.li,Bo Li,\n")
+    students, form = read_roster_csv(path)
+    assert form == "quizhub"
+    assert [(s.id, s.first_name, s.last_name, s.email) for s in students] == [
+        ("ada", "Ada", "Lovelace", "ada@uni.example"), ("bo.li", "Bo", "Li", "")]
+    path.write_text("Login,Mail\nada,ada@uni.example\n")
+    with pytest.raises(RosterError, match="Quizhub's class list"):     # offered among the forms read
+        read_roster_csv(path)
+
+
+def test_groups_reads_its_teams(quizhub, tmp_path):
+    path = tmp_path / "teams.csv"
+    path.write_text("Team,Username\nRed,ada\nRed,bo.li\n,cy\n")
+    groups = read_groups(path)
+    assert groups.form == "quizhub"
+    assert {name: [m.key for m in g.members] for name, g in groups.groups.items()} == {"red": ["ada", "bo.li"]}
+
+
+def test_export_writes_its_gradebook_import(quizhub, tmp_path, monkeypatch):
+    people = [RosterStudent("ada"), RosterStudent("bo.li")]
+    entries = {("ada", A1): export.Entry("ada", A1, Status.GRADED, total=7.5),
+               ("bo.li", A1): export.Entry("bo.li", A1, Status.MISSING)}
+    monkeypatch.setattr(export, "gather", lambda course, ids=None: (people, [A1], entries))
+    assert build_parser().parse_args(["export", "--format", "quizhub"]).format == "quizhub"
+    path, count, notes = export.export(None, tmp_path / "quizhub.csv", "quizhub")
+    with open(path, newline="") as handle:
+        assert list(csv.reader(handle)) == [["Username", A1], ["ada", "7.5"]]
+    assert count == 1 and notes == ["left out, no total: bo.li"]
+    with pytest.raises(ValueError, match="--template"):               # it has no template to fill
+        export.export(None, tmp_path / "x.csv", "quizhub", template=tmp_path / "gradebook.csv")
+
+
+def test_without_registering_it_is_unknown(tmp_path):
     assert "quizhub" not in lms.choices()
     with pytest.raises(ValueError, match="unknown --lms 'quizhub'"):
         lms.read_names(_files(), A1, lms="quizhub")
+    with pytest.raises(ValueError, match="unknown format 'quizhub'"):
+        export.export(None, tmp_path / "x.csv", "quizhub")

@@ -1,4 +1,4 @@
-"""What an LMS records beside a download (grader/lms_records.py), read from files written as the
+"""What an LMS records beside a download (grader/lms/records.py), read from files written as the
 LMS writes them: Canvas's submissions API (its Submission object, from the API's documentation:
 app/controllers/submissions_api_controller.rb) and Moodle's grading worksheet (its columns from
 mod/assign/feedback/offline and assign_grading_table: Identifier "Participant <n>", the date by
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from grader.lms_records import LmsRecordError, read_times, read_worksheet
+from grader.lms.records import LmsRecordError, read_times, read_worksheet
 
 UTC = datetime.timezone.utc
 

@@ -36,14 +36,14 @@ from --groups (grader/groups.py).
 
 A download's own file times are never read: Canvas and Moodle stamp every entry of their zip with
 the moment they build it. Times come from the names (Blackboard, nbgrader) or from what the LMS
-records beside the download (grader/lms_records.py).
+records beside the download (grader/lms/records.py).
 """
 import re
 from pathlib import Path, PurePosixPath
 
 from ..times import local_time, parse_time, time_zone  # noqa: F401 - read through grader.lms too
 from . import blackboard, canvas, classroom, folder, moodle, nbgrader
-from .base import NBGRADER_KEYS, SAFE_ID, Found, LmsFormat, plain_file  # noqa: F401
+from .base import NBGRADER_KEYS, SAFE_ID, CsvForm, Found, GradesExport, LmsFormat, plain_file  # noqa: F401
 from .moodle import DEFAULT_TEAM, DEFAULT_TEAM_NAMES, default_team  # noqa: F401
 
 # every LMS format, in the order `--lms auto` prefers on a tie (folder, no LMS, last)
@@ -70,13 +70,18 @@ def feedback_zip_formats():
 
 def export_formats():
     """The LMS gradebook imports `export --format` writes."""
-    return tuple(name for name, f in FORMATS.items() if f.grades_export)
+    return tuple(name for name, f in FORMATS.items() if f.export is not None)
+
+
+def format_of(preset):
+    """The format that read a submission (its `preset`); for --pattern, a single notebook or an
+    unknown name, a format that does none of an LMS's own things."""
+    return FORMATS.get(preset) or LmsFormat(preset or "")
 
 
 def user_word(preset):
     """How the LMS that `preset` names calls a person ("Canvas user"), else "login"."""
-    found = FORMATS.get(preset)
-    return found.user if found else "login"
+    return format_of(preset).user
 
 
 def from_pattern(regex):

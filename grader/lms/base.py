@@ -27,14 +27,72 @@ class LmsFormat:
     auto           whether `--lms auto` tries read_name (an LMS before `folder` on a tie)
     feedback_name  (outcome, assignment_id) -> (file name in its bulk-upload zip, None), or
                    (None, why that student's page cannot go in it); `feedback --zip NAME`
-    grades_export  whether `export --format NAME` writes its gradebook import (grader/export.py)
+    roster         its class list export, read by `roster import` (a CsvForm: grader/roster.py)
+    groups         its group set export, read by `autograde --groups` (a CsvForm: grader/groups.py)
+    export         its gradebook import, written by `export --format NAME` (a GradesExport: grader/export.py)
+
+    How its names say who submitted (grader/stages/identify.py, collect.py, groups.py):
+    default_id     (submission) -> the student's id without a roster; None: the login made safe
+    roster_name    (roster student) -> their name as the download writes it, to match by name when no
+                   id matches; None: never matched by name
+    login_is_user  whether the login in its names is a user's (matched against the roster's ids);
+                   Moodle's is the assignment's own participant number
+    anonymous      (submission) -> whether the LMS hides who this is (anonymous grading)
+    anonymous_advice  (logins, reach) -> the warning for submissions graded under its anonymous ids
+    anonymous_prefix  the login prefix of an anonymous name its records can pair with a user ("anon_")
+    team_folders   whether a team's file comes in a folder named by the team (Moodle): its number is
+                   the group's, its members' own rows are in the grading worksheet, and DEFAULT_TEAM's
+                   folder holds the students in no group
     """
     name: str
     user: str = "login"
     read_name: Callable | None = None
     auto: bool = True
     feedback_name: Callable | None = None
-    grades_export: bool = False
+    roster: "CsvForm | None" = None
+    groups: "CsvForm | None" = None
+    export: "GradesExport | None" = None
+    default_id: Callable | None = None
+    roster_name: Callable | None = None
+    login_is_user: bool = True
+    anonymous: Callable | None = None
+    anonymous_advice: Callable | None = None
+    anonymous_prefix: str = ""
+    team_folders: bool = False
+
+
+@dataclass(frozen=True)
+class CsvForm:
+    """An LMS's CSV export of people (its class list, or a group set), as `roster import` and
+    `--groups` read it.
+
+    what     how the message listing the forms a file may take names it ("Canvas's gradebook export (...)")
+    matches  (lowered, stripped header cells) -> whether a file with this first row is in this form
+    rows     (lowered header, data rows) -> for a class list [(line number, {RosterStudent field: value})];
+             for a group set [(group name, {Member field: value})]
+    nobody   what to add when a group set in this form puts nobody in a group
+    """
+    what: str
+    matches: Callable
+    rows: Callable
+    nobody: str = ""
+
+
+@dataclass(frozen=True)
+class GradesExport:
+    """An LMS's gradebook import, as `export --format NAME` writes it (grader/export.py gathers the
+    people, the assignment names and the entries; each entry has status, total, max_score, shown_total).
+
+    rows            (people, names, entries) -> (header, rows)
+    notes           (people, names, entries) -> what the instructor must know (who was left out, why)
+    one_assignment  a file holds one assignment only (Moodle's import clears a grade for an empty cell)
+    template        (path, people, names, entries, template, maps) -> (path, rows written, notes): the
+                    instructor's own export of the gradebook filled in (`--template`), or None
+    """
+    rows: Callable
+    notes: Callable | None = None
+    one_assignment: bool = False
+    template: Callable | None = None
 
 
 @dataclass
@@ -58,6 +116,33 @@ class Found:
         """Orders one student's files: a notebook before anything else, then the latest."""
         when = self.submitted_at.timestamp() if self.submitted_at else float("-inf")
         return (self.path.suffix == ".ipynb", when, self.revision, self.path.name)
+
+
+def records(header, rows):
+    """(line number, {header cell: stripped value}) of the non-empty data rows of a CSV."""
+    for line, row in enumerate(rows, start=2):
+        values = {h: (v or "").strip() for h, v in zip(header, row) if h}
+        if any(values.values()):
+            yield line, values
+
+
+def slug(text):
+    """Letters and digits, lowercased: how names are compared ("Team 7" is "team7")."""
+    return re.sub(r"[^a-z0-9]", "", (text or "").lower())
+
+
+def named_id(submission):
+    """A student's id from the name and login the download gives ("doejane_123"): stable across
+    assignments where the login alone is not unique enough to read."""
+    login = submission.lms_user_id or submission.login
+    if submission.name:
+        return SAFE_ID.sub("_", f"{slug(submission.name)}_{login}")
+    return SAFE_ID.sub("_", login)
+
+
+def submissions_are(logins):
+    """"1 submission is", "3 submissions are": how a warning counts them."""
+    return "1 submission is" if len(logins) == 1 else f"{len(logins)} submissions are"
 
 
 def plain_file(path):

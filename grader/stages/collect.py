@@ -5,7 +5,7 @@ submitted/ folder or exchange inbound, or a plain folder of notebooks; grader/lm
 submitted each file. When one student sent several files, the latest notebook is graded and the
 others are listed; files no naming reads are listed as unrecognised, never dropped. The time of a
 submission comes from its name (Blackboard, nbgrader) or from what the LMS records beside the
-download (--times, --worksheet: grader/lms_records.py), never from the download's file times; a
+download (--times, --worksheet: grader/lms/records.py), never from the download's file times; a
 submission with none is "time unknown", never late by a guess. A notebook in a subfolder of the
 student's upload, or in a .zip they uploaded, is found and graded with a note saying where it was.
 GitHub Classroom's student repositories are read by grader/classroom.py (the notebook as of a
@@ -20,8 +20,8 @@ import zlib
 from pathlib import Path, PurePosixPath
 
 from .. import classroom
-from ..lms import SAFE_ID, default_team, read_names, relative_files
-from ..lms_records import LmsRecord, read_text, read_times, read_worksheet
+from ..lms import SAFE_ID, default_team, format_of, read_names, relative_files
+from ..lms.records import LmsRecord, read_text, read_times, read_worksheet
 from ..safe_files import link_reason
 from ..submission import Status, Submission
 
@@ -158,7 +158,8 @@ def apply_records(submissions, records, worksheet=False):
     teams = worksheet and any(record.group for record in records.values())
     unmatched = []
     for submission in submissions:
-        team = teams and submission.preset == "moodle"
+        lms_format = format_of(submission.preset)
+        team = teams and lms_format.team_folders
         record = _team_row(submission, records) if team else records.get(submission.login)
         if record is None:
             unmatched.append(submission)
@@ -166,7 +167,8 @@ def apply_records(submissions, records, worksheet=False):
         submission.submitted_at = record.submitted_at or submission.submitted_at
         if record.late is not None:
             submission.lms_late = record.late
-        if submission.preset == "canvas" and submission.login.startswith("anon_") and record.key != submission.login:
+        anonymous = lms_format.anonymous_prefix and submission.login.startswith(lms_format.anonymous_prefix)
+        if anonymous and record.key != submission.login:
             submission.lms_user_id = record.key          # anonymous_id paired with its user_id
         submission.name = submission.name or record.name
         if record.name and submission.name.lower() == "participant":     # Moodle's blind marking

@@ -14,9 +14,9 @@ that the admin's submissions JSON pairs with each anonymous id; names nothing re
 under the LMS's anonymous id, and a warning says how to reveal them."""
 import re
 
-from .. import store, term
+from .. import lms, store, term
 from ..groups import join_members, read_groups, split_groups, worksheet_groups
-from ..lms import DEFAULT_TEAM, SAFE_ID, default_team, user_word
+from ..lms import DEFAULT_TEAM, SAFE_ID, default_team, format_of, user_word
 from ..roster import load_roster
 from ..submission import Status, Submission
 
@@ -27,7 +27,7 @@ def identify(intake, batch):
     roster = load_roster(batch.course)
     members = not_graded = []
     groups = read_groups(batch.options.groups) if batch.options.groups else \
-        worksheet_groups(intake.worksheet, batch.options.worksheet) if intake.preset == "moodle" else None
+        worksheet_groups(intake.worksheet, batch.options.worksheet) if format_of(intake.preset).team_folders else None
     if groups is not None:
         intake.submissions, members, not_graded = split_groups(intake.submissions, groups, roster)
     intake.submissions, intake.strangers, missing = match_roster(intake.submissions, roster)
@@ -39,7 +39,7 @@ def identify(intake, batch):
     if intake.worksheet:
         by_id = {s.id: s for s in roster or []}
         for submission in intake.submissions:
-            if submission.preset == "moodle" and submission.group:
+            if format_of(submission.preset).team_folders and submission.group:
                 _member_row(submission, intake.worksheet, by_id.get(submission.student))
     intake.warnings += _anonymous_warnings(intake.submissions, roster)
     graded_before = _students_with_submissions(batch.course_db, batch.assignment_id) if missing else set()
@@ -55,19 +55,15 @@ def _slug(text):
 
 def default_id(submission):
     """The id of a student when there is no roster (or the LMS hides who it is)."""
-    if submission.preset == "moodle" and anonymous(submission):
-        return f"participant_{submission.login}"
-    login = submission.lms_user_id or submission.login
-    if submission.preset in ("canvas", "moodle") and submission.name:
-        return SAFE_ID.sub("_", f"{_slug(submission.name)}_{login}")
-    return SAFE_ID.sub("_", login)
+    own = format_of(submission.preset).default_id
+    return own(submission) if own else SAFE_ID.sub("_", submission.lms_user_id or submission.login)
 
 
 def anonymous(submission):
     """The LMS hides who this is (Canvas anonymous grading: anon_<id>, unless its records paired it
     with the user id; Moodle blind marking: Participant_<n>, its records not saying more)."""
-    return (submission.preset == "canvas" and submission.login.startswith("anon_") and not submission.lms_user_id) \
-        or (submission.preset == "moodle" and submission.name.lower() in ("participant", ""))
+    hides = format_of(submission.preset).anonymous
+    return bool(hides and hides(submission))
 
 
 def _anonymous_warnings(submissions, roster):
@@ -76,26 +72,11 @@ def _anonymous_warnings(submissions, roster):
     reach = ("they reach no roster student, so no export, Canvas gradebook or feedback zip carries them, and nobody "
              "is called missing" if roster is not None else "their ids match no other assignment's")
     warnings = []
-    canvas = [s.login for s in hidden if s.preset == "canvas"]
-    if canvas:
-        warnings.append(
-            f"{_count(canvas)} anonymous (Canvas's anonymous grading: {', '.join(canvas[:3])}"
-            f"{' ...' if len(canvas) > 3 else ''}) and graded under the LMS's ids: {reach}. To grade them as the "
-            "students they are, give --times the submissions JSON saved by an account with administrator access "
-            "(only it pairs each anonymous_id with its user_id), or download the submissions again once Canvas shows "
-            "the students' names (grades posted, or anonymous grading turned off) and grade that download")
-    moodle = [s.login for s in hidden if s.preset == "moodle"]
-    if moodle:
-        warnings.append(
-            f"{_count(moodle)} anonymous (Moodle's blind marking: Participant {', '.join(moodle[:3])}"
-            f"{' ...' if len(moodle) > 3 else ''}) and graded under the LMS's ids: {reach}. To grade them as the "
-            "students they are, reveal the student identities in Moodle (View all submissions > Grading action > "
-            "Reveal student identities), download the grading worksheet again and give it with --worksheet")
+    for name, lms_format in lms.FORMATS.items():
+        logins = [s.login for s in hidden if s.preset == name]
+        if logins and lms_format.anonymous_advice:
+            warnings.append(lms_format.anonymous_advice(logins, reach))
     return warnings
-
-
-def _count(logins):
-    return "1 submission is" if len(logins) == 1 else f"{len(logins)} submissions are"
 
 
 def _member_row(member, worksheet, student=None):
@@ -129,8 +110,9 @@ def moodle_prefix(name):
 
 def _candidates(submission, roster):
     login = (submission.lms_user_id or submission.login).strip().lower()
+    lms_format = format_of(submission.preset)
     # Moodle's number is the assignment's own participant id, never a user id or roster id
-    keys = [] if submission.preset == "moodle" else [
+    keys = [] if not lms_format.login_is_user else [
         lambda s: s.lms_user_id, lambda s: s.id, lambda s: s.email, lambda s: s.email.split("@")[0] if s.email else ""]
     for key in keys:
         hits = [s for s in roster if key(s) and key(s).strip().lower() == login]
@@ -140,10 +122,8 @@ def _candidates(submission, roster):
         hits = [s for s in roster if s.email and s.email.strip().lower() == submission.email.strip().lower()]
         if hits:
             return hits
-    if submission.preset == "canvas" and submission.name:        # sortable name: "doejane"
-        return [s for s in roster if _slug(s.last_name + s.first_name) == _slug(submission.name)]
-    if submission.preset == "moodle" and submission.name:        # full name: "Jane Doe"
-        return [s for s in roster if _slug(s.first_name + s.last_name) == _slug(submission.name)]
+    if lms_format.roster_name and submission.name:    # as the LMS writes it: Canvas "doejane", Moodle "Jane Doe"
+        return [s for s in roster if _slug(lms_format.roster_name(s)) == _slug(submission.name)]
     return []
 
 
@@ -175,10 +155,11 @@ def match_roster(submissions, roster=None):
             why = ("not graded (add them to the roster with `python -m grader roster import`, then grade again)"
                    if not hits else f"matches several roster students ({', '.join(s.id for s in hits)}): "
                    "not graded (give each an lms_user_id in the roster)")
-            if not hits and submission.preset == "moodle" and submission.login == DEFAULT_TEAM:
+            team_folders = format_of(submission.preset).team_folders
+            if not hits and team_folders and submission.login == DEFAULT_TEAM:
                 why = ("Moodle's team of the students in no group sent it: not graded (name them with --groups "
                        f"FILE, as group {DEFAULT_TEAM!r})")
-            elif not hits and submission.preset == "moodle":
+            elif not hits and team_folders:
                 why += "; if it is a team's folder, name the team's members with --groups FILE"
             strangers.append(Submission(describe(submission), submission.path, login=submission.login,
                                         name=submission.name, preset=submission.preset,

@@ -39,7 +39,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from .times import parse_time
+from ..times import parse_time
 
 
 @dataclass
