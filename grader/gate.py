@@ -26,11 +26,11 @@ from tqdm.auto import tqdm
 
 from . import cells, labs, pipeline
 from .inprocess import run_in_process
+from .judging import judge_notebook
 from .mutants import load_alternatives, load_catalogue
 from .release import release_differences, stale_provided_cells
 from .samples import release_notebook
 from .sandbox import unavailable_reason
-from .stages.judge import judge_notebook
 from .submission import Options, Status, Submission
 from .trace import solution_trace
 

@@ -730,7 +730,7 @@ def given_names(course, lab_id):
 def with_repairs(verdicts, repairs):
     """The judge's verdicts with each bug that was not repaired failing every test it breaks (its own
     and those they cascade to, as measured: Bug.breaks), the reason first.
-    (A verdict is judge.CellVerdict; dataclasses.replace keeps its kind.)"""
+    (A verdict is judging.CellVerdict; dataclasses.replace keeps its kind.)"""
     reasons = {test: repair.message() for repair in repairs if not repair.earns for test in repair.bug.breaks}
     out = []
     for verdict in verdicts:
@@ -817,7 +817,7 @@ def planted_alone_failures(course, lab_id, source, trace, bugs, progress=False):
     from tqdm.auto import tqdm
 
     from .inprocess import run_in_process
-    from .stages.judge import judge_notebook
+    from .judging import judge_notebook
     failing, errors = {}, {}
     for bug in tqdm(bugs, desc=f"bugs {lab_id}", unit="run", disable=not progress):
         records, errors[bug.name] = run_in_process(plant_bugs(course, lab_id, nbformat.from_dict(source), [bug.name]),
@@ -854,7 +854,7 @@ def gate_checks(course, lab_id, source, trace, bugs, planted_failures, progress=
           remove more of it than the budget allows (pasting a solution over the lab is a rewrite); the
           findings carry most of the lab's points."""
     from .inprocess import run_in_process
-    from .stages.judge import judge_notebook
+    from .judging import judge_notebook
     problems = []
     for bug in bugs:
         records, errors = run_in_process(source, [((bug.replaces,), bug.mutant_source)], split=trace.split)

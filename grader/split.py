@@ -21,7 +21,7 @@ So each test cell is compiled twice, from one parse:
   ...)`, run on the reference solution inside the grader: it records what each site expects (the
   trace, grader/trace.py).
 
-The judge (grader/stages/judge.py) pairs the two by site. Kernel code travels to the kernel as a
+The judge (grader/judging.py) pairs the two by site. Kernel code travels to the kernel as a
 marshalled code object, one cell at a time (grader/runtime/record.py), never as source text.
 
 Rules for test cells (docs/writing-tests.md): call the check helpers by name, never alias them or

@@ -103,7 +103,7 @@ class Submission:
     notebook: object = field(default=None, repr=False)    # the sanitized notebook
     workdir: Path | None = field(default=None, repr=False)  # its working folder, with its own gradebook
     execution: object = field(default=None, repr=False)   # stages.execute.Execution
-    verdicts: list = field(default_factory=list, repr=False)  # stages.judge.CellVerdict, per test cell
+    verdicts: list = field(default_factory=list, repr=False)  # judging.CellVerdict, per test cell
     autograded: Path | None = field(default=None, repr=False)  # the graded notebook nbgrader saw
     # the result
     score: float = 0.0

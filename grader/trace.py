@@ -5,8 +5,8 @@ from functools import lru_cache
 
 from . import cells
 from .inprocess import run_in_process
+from .judging import Trace
 from .split import split_notebook
-from .stages.judge import Trace
 
 
 @lru_cache(maxsize=None)

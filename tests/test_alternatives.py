@@ -5,10 +5,10 @@ import torch.nn as nn
 from nbformat.v4 import new_code_cell, new_notebook
 
 from grader.inprocess import run_in_process
+from grader.judging import Trace, judge_notebook
 from grader.mutants import load_alternatives
 from grader.provided import checks_source
 from grader.split import split_notebook
-from grader.stages.judge import Trace, judge_notebook
 from support import ASSIGNMENT_IDS
 
 

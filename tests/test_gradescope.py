@@ -19,8 +19,8 @@ import pytest
 
 from grader import cells
 from grader.gradescope import find_notebook, graded_results
+from grader.judging import CellVerdict
 from grader.samples import buggy_submission, perfect_submission, release_notebook
-from grader.stages.judge import CellVerdict
 from support import COURSE
 
 REPO = Path(__file__).resolve().parent.parent

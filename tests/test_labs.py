@@ -12,6 +12,7 @@ import nbformat
 import pytest
 
 from grader import cells, labs
+from grader.judging import CellVerdict
 from grader.labs import (
     LabError,
     Repair,
@@ -24,7 +25,6 @@ from grader.labs import (
 )
 from grader.report import lab_table
 from grader.samples import lab_submission, pasted_solution, rewritten_bugs
-from grader.stages.judge import CellVerdict
 from support import LAB_IDS
 
 COLLEAGUE = '''def area(r):

@@ -6,7 +6,7 @@ into the student's kernel. What it runs there is each test cell's *kernel code* 
 the inputs, the calls into the student's code, and `__observe__(site, thunk)` where the test had a
 check. It holds no expected value, message, hint, tolerance or reference implementation, and it
 judges nothing: the grader compares the recorded answers with the reference solution's in its own
-process (grader/stages/judge.py). Student code can read or replace everything here; all it can
+process (grader/judging.py). Student code can read or replace everything here; all it can
 change is the answers it reports, which is what it computes anyway.
 
 The kernel code of a cell arrives just before the cell runs, as a marshalled code object in a file

@@ -1,9 +1,9 @@
-"""The comparisons and the judge: each failure message says what was expected, what came
+"""The comparisons and the judging (grader/judging.py): each failure message says what was expected, what came
 back and the likely mistake; a record that is missing, stops early or diverges fails."""
 import torch
 
+from grader.judging import judge_cell
 from grader.provided.checks import compare_close, compare_equal, compare_no_forbidden_ops, compare_raises
-from grader.stages.judge import judge_cell
 
 
 def test_close_reports_shape_dtype_values_and_nan():
