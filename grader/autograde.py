@@ -7,40 +7,33 @@ the course gradebook, one submission at a time. A broken submission becomes a ro
 never a crash.
 """
 import sys
-from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from tqdm.auto import tqdm
-
-from . import pipeline, store
-from .engine import grade_with_dask
+from . import pipeline
+from .engine import Dask
 from .submission import Engine, Options, Status
 
 
 def autograde(course, assignment_id, source, options=None):
     """Grade every submission found in `source` (an LMS download, nbgrader's layout, a folder) as
     `options` say; returns every Submission record, the ones not graded included, in table order.
-    Each worker thread drives one kernel in its own sandbox; the results are recorded here, one at
-    a time, as they arrive."""
+    Each worker thread drives one kernel in its own sandbox (or each Dask worker process); the
+    results are recorded here, one at a time, as they arrive (pipeline.run)."""
     options = options or Options()
-    with pipeline.Batch(course, assignment_id, options) as batch:
-        intake = pipeline.take_in(source, batch)
+
+    def before_grading(intake):
         for warning in intake.warnings:      # before grading starts: the run may not be worth waiting for
             print(f"warning: {warning}", file=sys.stderr)
         if options.student:
             only_student(intake, options.student)
-        submissions = intake.submissions
-        batch.prepare(servers=len(submissions) > 1 and options.engine is Engine.THREADS)
-        done = []
-        with tqdm(total=len(submissions), desc=f"grading {assignment_id}", unit="student",
-                  disable=not options.progress) as bar:
-            for submission in _graded(batch, submissions):
-                done.append(pipeline.record(submission, batch))
-                bar.update(1)
-        for submission in intake.not_graded:
-            submission.max_score = batch.max_score
-    everyone = done + intake.not_graded
-    store.save_outcomes(course, assignment_id, everyone)
+
+    done = pipeline.run(course, assignment_id, source, options, strategy(options), after_intake=before_grading)
+    everyone = done.graded + done.intake.not_graded
     return sorted(everyone, key=lambda s: (s.status in (Status.NOT_ON_ROSTER, Status.UNRECOGNISED), s.student))
+
+
+def strategy(options):
+    """How the run grades its submissions: on Dask (--dask, --scheduler), else threads here."""
+    return Dask(options) if options.engine is Engine.DASK else pipeline.Threads(options.parallel)
 
 
 def only_student(intake, student):
@@ -54,17 +47,6 @@ def only_student(intake, student):
         raise ValueError(f"no submission of {student!r} in {intake.source}; it holds "
                          f"{', '.join(found[:12]) or 'none'}{' ...' if len(found) > 12 else ''}")
     intake.submissions, intake.missing, intake.strangers, intake.unrecognised = mine, [], [], []
-
-
-def _graded(batch, submissions):
-    """Each submission through the GRADE stages, `batch.options.parallel` at a time, as they finish."""
-    if batch.options.engine is Engine.DASK:
-        yield from grade_with_dask(batch, submissions)
-        return
-    with ThreadPoolExecutor(max_workers=batch.options.parallel) as pool:
-        futures = [pool.submit(pipeline.grade, submission, batch) for submission in submissions]
-        for future in as_completed(futures):
-            yield future.result()
 
 
 def format_table(assignment_id, submissions):

@@ -45,32 +45,44 @@ def grade_task(course, assignment_id, options, submission, content):
     return graded.lightened(), ((graded.workdir / "gradebook.db").read_bytes(), graded.autograded.read_bytes())
 
 
-def grade_with_dask(batch, submissions):
-    """Grade on the cluster at `batch.options.scheduler` (an address), or on a local cluster of
-    `batch.options.parallel` processes; yields each submission as its result arrives, ready for
-    the RECORD stages (its gradebook and notebook unpacked into the batch's scratch folder)."""
-    from distributed import Client, LocalCluster, as_completed
+class Dask:
+    """The grade phase of pipeline.run on the cluster at `options.scheduler` (an address), or on a
+    local cluster of `options.parallel` processes. Its client (and the local cluster) are closed by
+    close(), which the run calls however it ends."""
+    servers = False          # kernels start on the workers
 
-    options = batch.options
-    cluster = None if options.scheduler else LocalCluster(n_workers=options.parallel, threads_per_worker=1,
-                                                          processes=True, dashboard_address=None)
-    # a worker's own batch grades and never records: no due date, penalty or progress bar there
-    task_options = dataclasses.replace(options, progress=False, scheduler=None, engine="threads", due=None,
-                                       late_penalty=None)
-    try:
-        with Client(options.scheduler or cluster) as client:
-            futures = {client.submit(grade_task, batch.course, batch.assignment_id, task_options, s,
-                                     s.path.read_bytes() if s.path else None, pure=False): s for s in submissions}
-            for future in as_completed(futures):
-                graded, payload = future.result()
-                graded.path = futures[future].path      # where it is here, not on the worker
-                if payload is not None:
-                    graded.workdir = Path(tempfile.mkdtemp(prefix=f"{graded.student}-", dir=batch.scratch))
-                    (graded.workdir / "gradebook.db").write_bytes(payload[0])
-                    graded.autograded = graded.workdir / f"{batch.assignment_id}.ipynb"
-                    graded.autograded.write_bytes(payload[1])
-                yield graded
-    finally:
-        if cluster is not None:
-            cluster.close()
+    def __init__(self, options):
+        self.options = options
+        self.client = self.cluster = None
+
+    def grade(self, batch, submissions):
+        """Yields each submission as its result arrives, ready for the RECORD stages (its gradebook
+        and notebook unpacked into the batch's scratch folder)."""
+        from distributed import Client, LocalCluster, as_completed
+
+        options = self.options
+        if not options.scheduler:
+            self.cluster = LocalCluster(n_workers=options.parallel, threads_per_worker=1, processes=True,
+                                        dashboard_address=None)
+        # a worker's own batch grades and never records: no due date, penalty or progress bar there
+        task_options = dataclasses.replace(options, progress=False, scheduler=None, engine="threads", due=None,
+                                           late_penalty=None)
+        self.client = Client(options.scheduler or self.cluster)
+        futures = {self.client.submit(grade_task, batch.course, batch.assignment_id, task_options, s,
+                                      s.path.read_bytes() if s.path else None, pure=False): s for s in submissions}
+        for future in as_completed(futures):
+            graded, payload = future.result()
+            graded.path = futures[future].path      # where it is here, not on the worker
+            if payload is not None:
+                graded.workdir = Path(tempfile.mkdtemp(prefix=f"{graded.student}-", dir=batch.scratch))
+                (graded.workdir / "gradebook.db").write_bytes(payload[0])
+                graded.autograded = graded.workdir / f"{batch.assignment_id}.ipynb"
+                graded.autograded.write_bytes(payload[1])
+            yield graded
+
+    def close(self):
+        for part in (self.client, self.cluster):
+            if part is not None:
+                part.close()
+        self.client = self.cluster = None
 

@@ -233,8 +233,9 @@ def _grade_release(course, assignment_id):
         path = Path(tmp) / "release.ipynb"
         nbformat.write(release_notebook(course, assignment_id), str(path))
         options = Options(sandboxed=without_sandbox is None, progress=False)
-        with pipeline.Batch(course.with_grading_dir(Path(tmp) / "course"), assignment_id, options) as batch:
-            graded = pipeline.grade(Submission("release", path), batch.prepare())
+        [graded] = pipeline.run(course.with_grading_dir(Path(tmp) / "course"), assignment_id,
+                                pipeline.given(Submission("release", path)), options, pipeline.Serial(),
+                                recording=False).graded
     return graded, without_sandbox or ""
 
 

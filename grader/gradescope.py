@@ -274,14 +274,18 @@ def kernel_user_argv(top, command):
 
 def install_kernel_user_spec(folder, top):
     """Make `python3`, the kernel an unsandboxed grading run starts, the kernel as KERNEL_UID: a kernelspec
-    in a Jupyter data folder of this process's own, found before the environment's (jupyter_core)."""
+    in a Jupyter data folder of this process's own, found before the environment's (jupyter_core) while
+    kernel_user_environment(folder) is set."""
     spec = Path(folder) / "kernels" / "python3"
     spec.mkdir(parents=True, exist_ok=True)
     argv = kernel_user_argv(top, [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"])
     (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Python 3 (kernel user)",
                                                   "language": "python"}))
-    os.environ["JUPYTER_DATA_DIR"] = str(folder)
-    os.environ["JUPYTER_PREFER_ENV_PATH"] = "0"
+
+
+def kernel_user_environment(folder):
+    """The environment that makes jupyter_client find install_kernel_user_spec's kernel in `folder`."""
+    return {"JUPYTER_DATA_DIR": str(folder), "JUPYTER_PREFER_ENV_PATH": "0"}
 
 
 def hidden_test_ids(source_nb):
@@ -291,6 +295,7 @@ def hidden_test_ids(source_nb):
 def grade_submission(course, assignment_id, submission_dir, hidden_visibility="after_published"):
     """The results.json contents for the notebook in `submission_dir`."""
     from . import pipeline
+    from .inprocess import environment
     from .submission import Options, Status, Submission
 
     source = cells.read(course.source_notebook(assignment_id))
@@ -308,23 +313,17 @@ def grade_submission(course, assignment_id, submission_dir, hidden_visibility="a
     if isolation.mode == "none":
         print("WARNING: this submission is graded without protection from student code", flush=True)
     print(f"grading {notebook.relative_to(submission_dir)}", flush=True)
-    saved = {name: os.environ.get(name) for name in ("JUPYTER_DATA_DIR", "JUPYTER_PREFER_ENV_PATH")}
-    try:
-        with tempfile.TemporaryDirectory(prefix="gradescope-") as scratch:
-            options = Options(sandboxed=isolation.sandboxed, progress=False, workers=1,
-                              total_timeout=NOTEBOOK_BUDGET_S)
-            with pipeline.Batch(course.with_grading_dir(Path(scratch) / "course"), assignment_id, options) as batch:
-                if isolation.mode == "kernel user":
-                    install_kernel_user_spec(Path(scratch) / "jupyter", batch.scratch)
-                batch.prepare(servers=False)
-                submission = pipeline.grade(Submission("student", notebook, login="student", preset="gradescope"),
-                                            batch)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with tempfile.TemporaryDirectory(prefix="gradescope-") as scratch:
+        jupyter = Path(scratch) / "jupyter"
+        kernel_user = isolation.mode == "kernel user"
+        options = Options(sandboxed=isolation.sandboxed, progress=False, workers=1, total_timeout=NOTEBOOK_BUDGET_S)
+        with environment(**(kernel_user_environment(jupyter) if kernel_user else {})):
+            done = pipeline.run(course.with_grading_dir(Path(scratch) / "course"), assignment_id,
+                                pipeline.given(Submission("student", notebook, login="student", preset="gradescope")),
+                                options, pipeline.Serial(), recording=False,
+                                before_prepare=(lambda batch: install_kernel_user_spec(jupyter, batch.scratch))
+                                if kernel_user else None)
+    [submission] = done.graded
     print(f"{submission.label}; {submission.score:g}/{submission.max_score:g}; failed: "
           f"{', '.join(submission.failed) or '-'} ({submission.seconds:.1f} s)")
     if submission.status != Status.GRADED:

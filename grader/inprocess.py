@@ -93,14 +93,14 @@ def run_in_process(nb, replacements=(), keep_expected=False, rng_seed=None, devi
 
     split = split if split is not None else split_notebook(nb)
     recorder = TraceRecorder(split) if keep_expected else _KernelCodeRecorder(split)
-    with _environment(**GRADED_RUN_ENV), (torch.device(device) if device else contextlib.nullcontext()):
+    with environment(**GRADED_RUN_ENV), (torch.device(device) if device else contextlib.nullcontext()):
         return _run(nb, replacements, recorder, rng_seed)
 
 
 @contextlib.contextmanager
-def _environment(**values):
-    """Set environment variables for the run only: a leaked MPLBACKEND=Agg would silence the
-    plots of every kernel this process starts afterwards."""
+def environment(**values):
+    """Set environment variables for the run only, as they were afterwards: a leaked MPLBACKEND=Agg
+    would silence the plots of every kernel this process starts afterwards."""
     saved = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
     try:

@@ -11,13 +11,20 @@ An intake stage takes the batch's `Intake` and returns it; every other stage tak
 solution's trace, the warm-kernel servers). A GRADE stage that finds a submission cannot be
 graded raises `NotGraded`; the submission keeps its reason, skips the rest of GRADE, and is still
 recorded (never a silent 0). Each stage lives in grader/stages/<name>.py.
+
+`run` is a whole run, written once, phase by phase (intake, prepare, grade, record); `autograde`,
+Gradescope's grading and the quality gate's release run through it, each with the strategy that
+grades its submissions: Threads here, Serial (one in this thread), or Dask (grader/engine.py).
 """
 import shutil
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
+
+from tqdm.auto import tqdm
 
 from . import cells, late_policy, store, term
 from .release import generate_release
@@ -32,7 +39,99 @@ GRADE = (sanitize.sanitize, execute.execute, judge.judge, repair.repair, score.s
 RECORD = (merge.merge, late.late)                                       # Submission -> Submission, one at a time
 
 
-# ---- running them ----
+# ---- a run, phase by phase ----
+
+@dataclass
+class Run:
+    """What a run made: its intake (who will not be graded, and why, in `intake.not_graded`) and
+    the submissions through GRADE (and RECORD), in the order they finished."""
+    intake: Intake
+    graded: list
+
+
+def run(course, assignment_id, source, options=None, strategy=None, *, recording=True, after_intake=None,
+        before_prepare=None):
+    """One assignment's run, every phase in order:
+
+        intake    INTAKE on the download at `source`; or `source` is an Intake already holding its
+                  submissions (given(...)); then `after_intake(intake)`, the caller's look before
+                  anything is prepared (warnings shown, one student kept)
+        prepare   `before_prepare(batch)`, then Batch.prepare: the release, the template gradebook and
+                  the solution's trace; the assignment and its due date written into the course
+                  gradebook, its late-penalty rule into term.json; the warm-kernel and worker servers
+                  where the strategy uses them and two submissions or more wait
+        grade     GRADE for every submission, as `strategy` runs them (Threads(n), Serial(),
+                  engine.Dask(options)); closed when the run ends, however it ends
+        record    RECORD for each as it finishes, one at a time, and the outcomes saved
+                  (`recording=False`: a run whose grades go nowhere, as the gate's and Gradescope's)
+    """
+    options = options or Options()
+    strategy = strategy or Threads(options.parallel)
+    graded = []
+    try:
+        with Batch(course, assignment_id, options) as batch:
+            intake = source if isinstance(source, Intake) else take_in(source, batch)
+            if after_intake is not None:
+                after_intake(intake)
+            if before_prepare is not None:
+                before_prepare(batch)
+            batch.prepare(servers=strategy.servers and len(intake.submissions) > 1)
+            with tqdm(total=len(intake.submissions), desc=f"grading {assignment_id}", unit="student",
+                      disable=not options.progress) as bar:
+                finished = strategy.grade(batch, intake.submissions)
+                try:
+                    for submission in finished:
+                        graded.append(record(submission, batch) if recording else submission)
+                        bar.update(1)
+                finally:
+                    finished.close()
+            for submission in intake.not_graded:
+                submission.max_score = batch.max_score
+    finally:
+        strategy.close()
+    if recording:
+        store.save_outcomes(course, assignment_id, graded + intake.not_graded)
+    return Run(intake, graded)
+
+
+def given(*submissions):
+    """An Intake of submissions already found (a run of them skips the INTAKE stages)."""
+    return Intake(submissions[0].path if submissions else None, submissions=list(submissions))
+
+
+class Threads:
+    """GRADE on this machine, `workers` submissions at once, each thread driving one kernel in its own
+    sandbox; worth the warm-kernel servers."""
+    servers = True
+
+    def __init__(self, workers):
+        self.workers = workers
+
+    def grade(self, batch, submissions):
+        """Each submission through GRADE, as they finish."""
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            futures = [pool.submit(grade, submission, batch) for submission in submissions]
+            for future in as_completed(futures):
+                yield future.result()
+
+    def close(self):
+        pass
+
+
+class Serial(Threads):
+    """GRADE in this thread, one submission after another, without the servers (the gate's release,
+    Gradescope's one notebook)."""
+    servers = False
+
+    def __init__(self):
+        super().__init__(1)
+
+    def grade(self, batch, submissions):
+        for submission in submissions:
+            yield grade(submission, batch)
+
+
+# ---- the phases' parts ----
 
 def take_in(source, batch):
     """INTAKE: the download at `source`, read and mapped to the roster."""
