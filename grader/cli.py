@@ -21,6 +21,37 @@ def _ids(course, values):
     return values or known
 
 
+# ---- what several verbs share ----
+
+def _grading_folder(parser):
+    parser.add_argument("--course-dir", default=None, metavar="FOLDER",
+                        help="the grading folder: gradebook, submitted/, autograded/, feedback/ (default: course/)")
+
+
+def _describe(verbs, parser, reads, writes):
+    """A verb's --help: what it does, then what it reads and what it writes (FOLDER: the grading
+    folder, course/ unless --course-dir says another)."""
+    name = parser.prog.split()[-1]
+    summary = next(action.help for action in verbs._choices_actions if action.dest == name)
+    parser.description = "\n".join([textwrap.fill(summary, 79), "",
+                                     textwrap.fill(reads, 79, initial_indent="reads:  ", subsequent_indent=" " * 8),
+                                     textwrap.fill(writes, 79, initial_indent="writes: ", subsequent_indent=" " * 8)])
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+# ---- sync ----
+
+def add_sync(verbs):
+    p = verbs.add_parser("sync", help="refresh provided cells and the device helper in solutions/ "
+                                         "(and, without ids, lectures/) from grader/provided/")
+    p.add_argument("ids", nargs="*")
+    p.set_defaults(run=cmd_sync)
+    reads = "grader/provided/, solutions/ and mutants/ (and lectures/)"
+    writes = ("the provided cells of solutions/<id>/, a lab's copies of its assignment and answer key (and the "
+              "lectures' device helper and progress bar)")
+    _describe(verbs, p, reads, writes)
+
+
 def cmd_sync(course, args):
     from .release import sync_lectures, sync_provided
     for aid in _ids(course, args.ids):
@@ -32,10 +63,38 @@ def cmd_sync(course, args):
                               else "device helper and progress bar up to date"))
 
 
+# ---- release ----
+
+def add_release(verbs):
+    p = verbs.add_parser("release", help="regenerate assignments/ from solutions/ (always overwriting)")
+    p.add_argument("ids", nargs="*")
+    p.set_defaults(run=cmd_release)
+    reads = "solutions/<id>/"
+    writes = "assignments/<id>/ (deleted and written afresh) and the assignment's record in the gradebook"
+    _describe(verbs, p, reads, writes)
+
+
 def cmd_release(course, args):
     from .release import release
     for aid in _ids(course, args.ids):
         print(f"{aid}: released to {release(course, aid)}")
+
+
+# ---- lab ----
+
+def add_lab(verbs):
+    p = verbs.add_parser("lab", help="a debugging lab: show its bugs; with --from A --bugs x,y,z make a new one "
+                                     "from assignment A and the catalogue's mutants x, y, z")
+    p.add_argument("id")
+    p.add_argument("--from", dest="new_from", metavar="ASSIGNMENT", help="make a new lab debugging this assignment")
+    p.add_argument("--bugs", default="", help="the new lab's bugs: names in mutants/<ASSIGNMENT>.py, comma-separated")
+    p.add_argument("--title", help="the new lab's title")
+    p.add_argument("--measure", action="store_true", help="run each bug planted alone and record the test cells "
+                   "it breaks in the lab's metadata (a rewrite of its definition loses them all)")
+    p.set_defaults(run=cmd_lab)
+    reads = "solutions/<id>/ and mutants/ (with --from: solutions/ASSIGNMENT/)"
+    writes = "nothing; with --from: solutions/<id>/<id>.ipynb, a new lab; with --measure: the lab's metadata"
+    _describe(verbs, p, reads, writes)
 
 
 def cmd_lab(course, args):
@@ -54,6 +113,21 @@ def cmd_lab(course, args):
     print(describe(course, args.id))
 
 
+# ---- check ----
+
+def add_check(verbs):
+    p = verbs.add_parser("check", help="quality gate: solution full, release zero, release fresh, mutants caught")
+    p.add_argument("ids", nargs="*")
+    p.add_argument("--skip-release-run", action="store_true", help="skip (b), the kernel run of the release")
+    p.add_argument("--device", default=None,
+                   help="create the tests' tensors on this device, e.g. cuda (default: cpu)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(run=cmd_check)
+    reads = "solutions/, assignments/, mutants/, alternatives/"
+    writes = "nothing (a report on stdout; exit 1 on a failure)"
+    _describe(verbs, p, reads, writes)
+
+
 def cmd_check(course, args):
     from .gate import check_assignment, format_report
     ok = True
@@ -66,272 +140,9 @@ def cmd_check(course, args):
     return 0 if ok else 1
 
 
-def cmd_autograde(course, args):
-    from .autograde import autograde, count_statuses, format_table
-    from .late_policy import describe_penalty, penalty_config
-    from .sandbox import SandboxUnavailable
-    from .submission import Options
-    from .times import parse_time
-    [aid] = _ids(course, [args.id])
-    started = time.time()
-    try:
-        if args.unsandboxed:
-            print("WARNING: grading WITHOUT the sandbox: student code runs with your rights and can read "
-                  "the hidden tests and the gradebook. Use only for trusted notebooks.", file=sys.stderr)
-        options = Options(sandboxed=not args.unsandboxed, kernels=args.kernels,
-                          engine="dask" if args.dask else "threads",
-                          scheduler=args.scheduler, workers=args.workers, cell_timeout=args.cell_timeout,
-                          total_timeout=args.total_timeout, lms=args.lms, pattern=args.pattern,
-                          times=tuple(args.times) if args.times else None, worksheet=args.worksheet,
-                          lms_timezone=args.lms_timezone, groups=args.groups,
-                          due=parse_time(args.due) if args.due else None,
-                          late_penalty=penalty_config(args.late_penalty) if args.late_penalty else None,
-                          student=args.student,
-                          submitted_at=parse_time(args.submitted_at) if args.submitted_at else None)
-        if options.due:
-            print(f"{aid}: due {options.due.astimezone():%Y-%m-%d %H:%M %Z} ({options.due:%Y-%m-%d %H:%M} UTC)")
-        if options.late_penalty is not None:
-            print(f"{aid}: late penalty {describe_penalty(options.late_penalty)}")
-        graded = autograde(course, aid, args.submissions, options)
-    except SandboxUnavailable as error:
-        raise SystemExit(f"autograde: the sandbox is unavailable: {error}.\nRefusing to run student code "
-                         "unsandboxed; pass --unsandboxed to do it anyway (trusted notebooks only).")
-    except (FileNotFoundError, ValueError) as error:     # LmsRecordError is a ValueError
-        raise SystemExit(f"autograde: {error}")
-    print(format_table(aid, graded))
-    counts = count_statuses(graded)
-    print(", ".join(f"{n} {status}" for status, n in counts.items()) + f" in {time.time() - started:.1f} s")
-    return 0
+# ---- autograde ----
 
-
-def cmd_feedback(course, args):
-    from .feedback import FeedbackError, feedback_zip, generate_feedback
-    [aid] = _ids(course, [args.id])
-    skipped = []
-    pages = generate_feedback(course, aid, skipped)
-    for line in skipped:
-        print(line, file=sys.stderr)
-    print(f"{len(pages)} feedback pages in {store.feedback_dir(course)}")
-    if args.zip:
-        output = args.output or str(store.feedback_zip(course, aid, args.zip))
-        try:
-            path, count, notes = feedback_zip(course, aid, args.zip, output)
-        except FeedbackError as error:
-            raise SystemExit(f"feedback: {error}") from None
-        for note in notes:
-            print(f"note: {note}", file=sys.stderr)
-        print(f"{count} pages in {path}, named for {args.zip}'s bulk upload")
-
-
-def cmd_export(course, args):
-    from .export import export, parse_maps
-    output = args.output or str(store.grades_csv(course, args.format))
-    try:
-        path, count, notes = export(course, output, args.format, assignment_ids=args.ids or None,
-                                    template=args.template, maps=parse_maps(args.map))
-    except ValueError as error:
-        raise SystemExit(f"export: {error}")
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
-    print(f"{count} rows written to {path} ({args.format})")
-
-
-def cmd_roster(course, args):
-    from .roster import RosterError, drop_students, format_roster, import_roster, load_roster
-    try:
-        if args.action == "import":
-            if len(args.names) != 1:
-                raise SystemExit("roster import: name one CSV file: your class list (id, first_name, last_name, "
-                                 "email, lms_user_id), Canvas's gradebook export or Moodle's participants download")
-            added, updated, form, dropped = import_roster(course, args.names[0], replace=args.replace)
-            print(f"roster: read as {form}; {added} added, {updated} updated"
-                  + (f", {len(dropped)} dropped ({', '.join(dropped)})" if dropped else "")
-                  + f"; {len(load_roster(course))} students on the roster")
-        elif args.action == "drop":
-            if not args.names:
-                raise SystemExit("roster drop: name the student ids to take off the roster")
-            drop_students(course, args.names)
-            print(f"roster: dropped {', '.join(args.names)} (their grades stay in the gradebook); "
-                  f"{len(load_roster(course))} students on the roster")
-        else:
-            students = load_roster(course)
-            if students is None:
-                raise SystemExit("no roster imported yet: python -m grader roster import FILE.csv")
-            print(format_roster(students))
-    except RosterError as error:
-        raise SystemExit(f"roster {args.action}: {error}") from None
-
-
-def cmd_extension(course, args):
-    from .late_policy import reapply
-    from .term import TermError, record_extension, remove_extension
-    from .times import parse_time
-    [aid] = _ids(course, [args.id])
-    try:
-        if args.remove:
-            remove_extension(course, aid, args.student)
-        else:
-            until = parse_time(args.until) if args.until else None
-            record_extension(course, aid, args.student, until=until, days=args.days)
-    except (TermError, ValueError) as error:
-        raise SystemExit(f"extension: {error}") from None
-    result = reapply(course, aid, args.student)
-    due = f"due {result['due'].astimezone():%Y-%m-%d %H:%M %Z}" if result["due"] else \
-        "no due date stored yet (autograde --due sets it; the extension applies then)"
-    what = "extension removed" if args.remove else "extension granted"
-    print(f"{aid}: {what} for {args.student}: {due}")
-    if not result["graded"]:
-        print(f"{aid}: {args.student} is not graded yet; autograde applies it")
-    elif result["seconds_late"] is None:
-        print(f"{aid}: {args.student}'s submission time is unknown: not late")
-    else:
-        state = f"late {result['seconds_late'] / 3600:.1f} h" if result["late"] else "on time"
-        print(f"{aid}: {args.student} is now {state}; late penalty {result['penalty_before']:g} -> "
-              f"{result['penalty']:g} points (the export applies the rule to the whole total)")
-
-
-def cmd_excuse(course, args):
-    from .term import TermError, excuse
-    [aid] = _ids(course, [args.id])
-    try:
-        for student in args.students:
-            excuse(course, aid, student, undo=args.undo)
-    except TermError as error:
-        raise SystemExit(f"excuse: {error}") from None
-    print(f"{aid}: " + ("no longer excused" if args.undo else "excused") + f": {', '.join(args.students)}"
-          + ("" if args.undo else " (never missing; EX in the Canvas export, left out of Moodle's)"))
-
-
-def cmd_report(course, args):
-    from .report import build_report
-    [aid] = _ids(course, [args.id])
-    try:
-        print(f"report written to {build_report(course, aid)}")
-    except FileNotFoundError as error:
-        raise SystemExit(f"report: {error}")
-
-
-def cmd_similarity(course, args):
-    from .similarity import check_similarity
-    [aid] = _ids(course, [args.id])
-    try:
-        chosen = {"threshold": args.threshold, "min_tokens": args.min_tokens}
-        result = check_similarity(course, aid, **{name: value for name, value in chosen.items() if value is not None})
-    except FileNotFoundError as error:
-        raise SystemExit(f"similarity: {error}")
-    print(f"{aid}: {len(result.works)} submissions compared ({len(result.pairs)} pairs) in {result.seconds:.1f} s; "
-          f"{len(result.flagged)} pairs at {result.threshold:g}% or more (evidence to read, never a verdict)")
-    for who, why in result.not_compared:
-        print(f"not compared: {who}: {why}")
-    print(f"report: {result.html_path}\nCSV: {result.csv_path}")
-
-
-def cmd_publish(course, args):
-    from .publish import publish
-    return publish(course, Path(args.dest), force=args.force, assignments=args.ids or None)
-
-
-def cmd_demo(course, args):
-    from .demo import run_demo
-    return 0 if run_demo(course, _ids(course, args.ids)) else 1
-
-
-def cmd_gradescope(course, args):
-    from .gradescope import GradescopeError, build_zip
-    [aid] = _ids(course, [args.id])
-    if args.output:
-        output = Path(args.output)
-    else:
-        output = store.autograder_zip(course, aid)
-        output.parent.mkdir(parents=True, exist_ok=True)
-    started = time.time()
-    try:
-        path, count = build_zip(course, aid, output, hidden_visibility=args.hidden_visibility)
-    except GradescopeError as error:
-        raise SystemExit(f"gradescope: {error}") from None
-    print(f"{aid}: Gradescope autograder written to {path} ({count} files, {path.stat().st_size / 1e6:.1f} MB, "
-          f"{time.time() - started:.1f} s); upload it as the assignment's autograder (docs/gradescope.md)")
-
-
-def _grading_folder(parser):
-    parser.add_argument("--course-dir", default=None, metavar="FOLDER",
-                        help="the grading folder: gradebook, submitted/, autograded/, feedback/ (default: course/)")
-
-
-# what each verb reads and writes, shown by `python -m grader VERB --help` (FOLDER: the grading
-# folder, course/ unless --course-dir says another)
-READS_WRITES = {
-    "sync": ("grader/provided/, solutions/ and mutants/ (and lectures/)", "the provided cells of solutions/<id>/, a "
-             "lab's copies of its assignment and answer key (and the lectures' device helper and progress bar)"),
-    "release": ("solutions/<id>/", "assignments/<id>/ (deleted and written afresh) and the assignment's record "
-                "in the gradebook"),
-    "lab": ("solutions/<id>/ and mutants/ (with --from: solutions/ASSIGNMENT/)", "nothing; with --from: "
-            "solutions/<id>/<id>.ipynb, a new lab; with --measure: the lab's metadata"),
-    "check": ("solutions/, assignments/, mutants/, alternatives/", "nothing (a report on stdout; exit 1 on a "
-              "failure)"),
-    "autograde": ("SOURCE (an LMS download, a Classroom clone, a folder, or one notebook), --times/--worksheet/"
-                  "--groups files, the roster, "
-                  "FOLDER/term.json", "FOLDER/gradebook.db (or GRADER_DB_URL), FOLDER/autograded/, "
-                  "FOLDER/outcomes/<id>.json, FOLDER/term.json (a --late-penalty)"),
-    "feedback": ("FOLDER/autograded/ and the gradebook", "FOLDER/feedback/<student>/<id>/<id>.html, and with --zip "
-                 "one zip (--output)"),
-    "export": ("the gradebook, the roster, FOLDER/term.json, FOLDER/outcomes/; --template: your Canvas gradebook "
-               "export", "one CSV (--output, default FOLDER/grades-FORMAT.csv); notes on stderr"),
-    "roster": ("import: your CSV, Canvas's gradebook export or Moodle's participants download",
-               "the gradebook's students and FOLDER/roster.json"),
-    "extension": ("FOLDER/term.json and the gradebook", "FOLDER/term.json, the student's submission in the "
-                  "gradebook (extension, penalty) and FOLDER/outcomes/<id>.json"),
-    "excuse": ("the roster (or the gradebook's students)", "FOLDER/term.json (and removes a 'missing' outcome)"),
-    "report": ("FOLDER/outcomes/<id>.json and assignments/<id>/", "FOLDER/reports/<id>.html"),
-    "similarity": ("FOLDER/outcomes/<id>.json, FOLDER/autograded/<student>/<id>/, assignments/<id>/ (and a lab's "
-                   "solutions/<id>/)", "FOLDER/similarity/<id>.html and FOLDER/similarity/<id>.csv"),
-    "publish": ("lectures/, assignments/<id>/, docs/student-readme.md, docs/syllabus.md, docs/img/, "
-                "requirements-student.txt", "DEST: a fresh tree and a commit (its .git and history kept)"),
-    "demo": ("solutions/, assignments/, mutants/", "out/demo/ only (never course/ or assignments/)"),
-    "gradescope": ("solutions/ID/ (the hidden tests), assignments/ID/ (the release), grader/, nbgrader_config.py, "
-                   "requirements.txt, constraints.txt", "one zip (--output, default FOLDER/ID-autograder.zip) "
-                   "holding setup.sh, run_autograder and what they need"),
-}
-
-
-def _describe(verbs):
-    """Each verb's --help: what it does, then what it reads and what it writes."""
-    for name, sub in verbs.choices.items():
-        reads, writes = READS_WRITES[name]
-        summary = next(action.help for action in verbs._choices_actions if action.dest == name)
-        sub.description = "\n".join([textwrap.fill(summary, 79), "",
-                                      textwrap.fill(reads, 79, initial_indent="reads:  ", subsequent_indent=" " * 8),
-                                      textwrap.fill(writes, 79, initial_indent="writes: ", subsequent_indent=" " * 8)])
-        sub.formatter_class = argparse.RawDescriptionHelpFormatter
-
-
-def build_parser():
-    """The command line: one sub-command (verb) per step of the workflow."""
-    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__.split("\n\n")[0])
-    verbs = parser.add_subparsers(dest="verb", required=True)
-    p = verbs.add_parser("sync", help="refresh provided cells and the device helper in solutions/ "
-                                         "(and, without ids, lectures/) from grader/provided/")
-    p.add_argument("ids", nargs="*")
-    p.set_defaults(run=cmd_sync)
-    p = verbs.add_parser("release", help="regenerate assignments/ from solutions/ (always overwriting)")
-    p.add_argument("ids", nargs="*")
-    p.set_defaults(run=cmd_release)
-    p = verbs.add_parser("lab", help="a debugging lab: show its bugs; with --from A --bugs x,y,z make a new one "
-                                     "from assignment A and the catalogue's mutants x, y, z")
-    p.add_argument("id")
-    p.add_argument("--from", dest="new_from", metavar="ASSIGNMENT", help="make a new lab debugging this assignment")
-    p.add_argument("--bugs", default="", help="the new lab's bugs: names in mutants/<ASSIGNMENT>.py, comma-separated")
-    p.add_argument("--title", help="the new lab's title")
-    p.add_argument("--measure", action="store_true", help="run each bug planted alone and record the test cells "
-                   "it breaks in the lab's metadata (a rewrite of its definition loses them all)")
-    p.set_defaults(run=cmd_lab)
-    p = verbs.add_parser("check", help="quality gate: solution full, release zero, release fresh, mutants caught")
-    p.add_argument("ids", nargs="*")
-    p.add_argument("--skip-release-run", action="store_true", help="skip (b), the kernel run of the release")
-    p.add_argument("--device", default=None,
-                   help="create the tests' tensors on this device, e.g. cuda (default: cpu)")
-    p.add_argument("--quiet", action="store_true")
-    p.set_defaults(run=cmd_check)
+def add_autograde(verbs):
     p = verbs.add_parser("autograde", help="grade an LMS download (zip or folder), nbgrader's submitted/ "
                                             "or exchange folder, or a folder of notebooks")
     p.add_argument("id")
@@ -379,6 +190,58 @@ def build_parser():
     p.add_argument("--dask", action="store_true", help="grade on Dask distributed (a local cluster by default)")
     p.add_argument("--scheduler", default=None, help="address of a running Dask scheduler (implies --dask)")
     p.set_defaults(run=cmd_autograde)
+    reads = ("SOURCE (an LMS download, a Classroom clone, a folder, or one notebook), --times/--worksheet/--groups "
+             "files, the roster, FOLDER/term.json")
+    writes = ("FOLDER/gradebook.db (or GRADER_DB_URL), FOLDER/autograded/, FOLDER/outcomes/<id>.json, "
+              "FOLDER/term.json (a --late-penalty)")
+    _describe(verbs, p, reads, writes)
+
+
+def autograde_options(args):
+    """The run's Options from autograde's arguments: the one place they are read (ValueError for a
+    time, a zone, a penalty or a count it cannot take)."""
+    from .late_policy import penalty_config
+    from .submission import Options
+    from .times import parse_time
+    return Options(sandboxed=not args.unsandboxed, kernels=args.kernels, engine="dask" if args.dask else "threads",
+                   scheduler=args.scheduler, workers=args.workers, cell_timeout=args.cell_timeout,
+                   total_timeout=args.total_timeout, lms=args.lms, pattern=args.pattern,
+                   times=tuple(args.times) if args.times else None, worksheet=args.worksheet,
+                   lms_timezone=args.lms_timezone, groups=args.groups, due=parse_time(args.due) if args.due else None,
+                   late_penalty=penalty_config(args.late_penalty) if args.late_penalty else None,
+                   student=args.student, submitted_at=parse_time(args.submitted_at) if args.submitted_at else None)
+
+
+def cmd_autograde(course, args):
+    from .autograde import autograde, count_statuses, format_table
+    from .late_policy import describe_penalty
+    from .sandbox import SandboxUnavailable
+    [aid] = _ids(course, [args.id])
+    started = time.time()
+    try:
+        if args.unsandboxed:
+            print("WARNING: grading WITHOUT the sandbox: student code runs with your rights and can read "
+                  "the hidden tests and the gradebook. Use only for trusted notebooks.", file=sys.stderr)
+        options = autograde_options(args)
+        if options.due:
+            print(f"{aid}: due {options.due.astimezone():%Y-%m-%d %H:%M %Z} ({options.due:%Y-%m-%d %H:%M} UTC)")
+        if options.late_penalty is not None:
+            print(f"{aid}: late penalty {describe_penalty(options.late_penalty)}")
+        graded = autograde(course, aid, args.submissions, options)
+    except SandboxUnavailable as error:
+        raise SystemExit(f"autograde: the sandbox is unavailable: {error}.\nRefusing to run student code "
+                         "unsandboxed; pass --unsandboxed to do it anyway (trusted notebooks only).")
+    except (FileNotFoundError, ValueError) as error:     # LmsRecordError is a ValueError
+        raise SystemExit(f"autograde: {error}")
+    print(format_table(aid, graded))
+    counts = count_statuses(graded)
+    print(", ".join(f"{n} {status}" for status, n in counts.items()) + f" in {time.time() - started:.1f} s")
+    return 0
+
+
+# ---- feedback ----
+
+def add_feedback(verbs):
     p = verbs.add_parser("feedback", help="HTML feedback per student, hidden tests removed; --zip canvas|moodle "
                                            "also packs it for the LMS's bulk upload")
     p.add_argument("id")
@@ -387,6 +250,33 @@ def build_parser():
     p.add_argument("--output", default=None, help="the zip (default: course/ID-feedback-LMS.zip)")
     _grading_folder(p)
     p.set_defaults(run=cmd_feedback)
+    reads = "FOLDER/autograded/ and the gradebook"
+    writes = "FOLDER/feedback/<student>/<id>/<id>.html, and with --zip one zip (--output)"
+    _describe(verbs, p, reads, writes)
+
+
+def cmd_feedback(course, args):
+    from .feedback import FeedbackError, feedback_zip, generate_feedback
+    [aid] = _ids(course, [args.id])
+    skipped = []
+    pages = generate_feedback(course, aid, skipped)
+    for line in skipped:
+        print(line, file=sys.stderr)
+    print(f"{len(pages)} feedback pages in {store.feedback_dir(course)}")
+    if args.zip:
+        output = args.output or str(store.feedback_zip(course, aid, args.zip))
+        try:
+            path, count, notes = feedback_zip(course, aid, args.zip, output)
+        except FeedbackError as error:
+            raise SystemExit(f"feedback: {error}") from None
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+        print(f"{count} pages in {path}, named for {args.zip}'s bulk upload")
+
+
+# ---- export ----
+
+def add_export(verbs):
     p = verbs.add_parser("export", help="grades as CSV: long, wide (one row per student), canvas or moodle import")
     p.add_argument("ids", nargs="*")
     p.add_argument("--format", default="long", choices=("long", "wide") + lms.export_formats())
@@ -397,6 +287,27 @@ def build_parser():
                    "column an assignment goes into, when its title is not the assignment id")
     _grading_folder(p)
     p.set_defaults(run=cmd_export)
+    reads = "the gradebook, the roster, FOLDER/term.json, FOLDER/outcomes/; --template: your Canvas gradebook export"
+    writes = "one CSV (--output, default FOLDER/grades-FORMAT.csv); notes on stderr"
+    _describe(verbs, p, reads, writes)
+
+
+def cmd_export(course, args):
+    from .export import export, parse_maps
+    output = args.output or str(store.grades_csv(course, args.format))
+    try:
+        path, count, notes = export(course, output, args.format, assignment_ids=args.ids or None,
+                                    template=args.template, maps=parse_maps(args.map))
+    except ValueError as error:
+        raise SystemExit(f"export: {error}")
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"{count} rows written to {path} ({args.format})")
+
+
+# ---- roster ----
+
+def add_roster(verbs):
     p = verbs.add_parser("roster", help="the class list: `roster import FILE.csv` (yours, Canvas's gradebook "
                                          "export or Moodle's participants download), `roster show`, "
                                          "`roster drop ID...`")
@@ -406,6 +317,40 @@ def build_parser():
                    "students; who is not in it is dropped (and named)")
     _grading_folder(p)
     p.set_defaults(run=cmd_roster)
+    reads = "import: your CSV, Canvas's gradebook export or Moodle's participants download"
+    writes = "the gradebook's students and FOLDER/roster.json"
+    _describe(verbs, p, reads, writes)
+
+
+def cmd_roster(course, args):
+    from .roster import RosterError, drop_students, format_roster, import_roster, load_roster
+    try:
+        if args.action == "import":
+            if len(args.names) != 1:
+                raise SystemExit("roster import: name one CSV file: your class list (id, first_name, last_name, "
+                                 "email, lms_user_id), Canvas's gradebook export or Moodle's participants download")
+            added, updated, form, dropped = import_roster(course, args.names[0], replace=args.replace)
+            print(f"roster: read as {form}; {added} added, {updated} updated"
+                  + (f", {len(dropped)} dropped ({', '.join(dropped)})" if dropped else "")
+                  + f"; {len(load_roster(course))} students on the roster")
+        elif args.action == "drop":
+            if not args.names:
+                raise SystemExit("roster drop: name the student ids to take off the roster")
+            drop_students(course, args.names)
+            print(f"roster: dropped {', '.join(args.names)} (their grades stay in the gradebook); "
+                  f"{len(load_roster(course))} students on the roster")
+        else:
+            students = load_roster(course)
+            if students is None:
+                raise SystemExit("no roster imported yet: python -m grader roster import FILE.csv")
+            print(format_roster(students))
+    except RosterError as error:
+        raise SystemExit(f"roster {args.action}: {error}") from None
+
+
+# ---- extension ----
+
+def add_extension(verbs):
     p = verbs.add_parser("extension", help="a student's own due date for one assignment, before or after "
                                             "grading: a graded submission's lateness and penalty change at once")
     p.add_argument("id")
@@ -417,6 +362,43 @@ def build_parser():
     when.add_argument("--remove", action="store_true", help="take the extension back")
     _grading_folder(p)
     p.set_defaults(run=cmd_extension)
+    reads = "FOLDER/term.json and the gradebook"
+    writes = ("FOLDER/term.json, the student's submission in the gradebook (extension, penalty) and "
+              "FOLDER/outcomes/<id>.json")
+    _describe(verbs, p, reads, writes)
+
+
+def cmd_extension(course, args):
+    from .late_policy import reapply
+    from .term import TermError, record_extension, remove_extension
+    from .times import parse_time
+    [aid] = _ids(course, [args.id])
+    try:
+        if args.remove:
+            remove_extension(course, aid, args.student)
+        else:
+            until = parse_time(args.until) if args.until else None
+            record_extension(course, aid, args.student, until=until, days=args.days)
+    except (TermError, ValueError) as error:
+        raise SystemExit(f"extension: {error}") from None
+    result = reapply(course, aid, args.student)
+    due = f"due {result['due'].astimezone():%Y-%m-%d %H:%M %Z}" if result["due"] else \
+        "no due date stored yet (autograde --due sets it; the extension applies then)"
+    what = "extension removed" if args.remove else "extension granted"
+    print(f"{aid}: {what} for {args.student}: {due}")
+    if not result["graded"]:
+        print(f"{aid}: {args.student} is not graded yet; autograde applies it")
+    elif result["seconds_late"] is None:
+        print(f"{aid}: {args.student}'s submission time is unknown: not late")
+    else:
+        state = f"late {result['seconds_late'] / 3600:.1f} h" if result["late"] else "on time"
+        print(f"{aid}: {args.student} is now {state}; late penalty {result['penalty_before']:g} -> "
+              f"{result['penalty']:g} points (the export applies the rule to the whole total)")
+
+
+# ---- excuse ----
+
+def add_excuse(verbs):
     p = verbs.add_parser("excuse", help="students not expected to submit one assignment: never missing, EX in "
                                          "the Canvas export, left out of Moodle's (grades kept)")
     p.add_argument("id")
@@ -424,10 +406,47 @@ def build_parser():
     p.add_argument("--undo", action="store_true", help="take the excuse back")
     _grading_folder(p)
     p.set_defaults(run=cmd_excuse)
+    reads = "the roster (or the gradebook's students)"
+    writes = "FOLDER/term.json (and removes a 'missing' outcome)"
+    _describe(verbs, p, reads, writes)
+
+
+def cmd_excuse(course, args):
+    from .term import TermError, excuse
+    [aid] = _ids(course, [args.id])
+    try:
+        for student in args.students:
+            excuse(course, aid, student, undo=args.undo)
+    except TermError as error:
+        raise SystemExit(f"excuse: {error}") from None
+    print(f"{aid}: " + ("no longer excused" if args.undo else "excused") + f": {', '.join(args.students)}"
+          + ("" if args.undo else " (never missing; EX in the Canvas export, left out of Moodle's)"))
+
+
+# ---- report ----
+
+def add_report(verbs):
     p = verbs.add_parser("report", help="class report: score histogram, failure rate per test, not graded")
     p.add_argument("id")
     _grading_folder(p)
     p.set_defaults(run=cmd_report)
+    reads = "FOLDER/outcomes/<id>.json and assignments/<id>/"
+    writes = "FOLDER/reports/<id>.html"
+    _describe(verbs, p, reads, writes)
+
+
+def cmd_report(course, args):
+    from .report import build_report
+    [aid] = _ids(course, [args.id])
+    try:
+        print(f"report written to {build_report(course, aid)}")
+    except FileNotFoundError as error:
+        raise SystemExit(f"report: {error}")
+
+
+# ---- similarity ----
+
+def add_similarity(verbs):
     p = verbs.add_parser("similarity", help="how alike the graded submissions' code is, pair by pair (given code "
                                             "left out): an HTML report of the pairs above a threshold, side by side, "
                                             "and a CSV; evidence to read, never a verdict")
@@ -439,14 +458,65 @@ def build_parser():
                    "tokens (default 100, about four lines)")
     _grading_folder(p)
     p.set_defaults(run=cmd_similarity)
+    reads = ("FOLDER/outcomes/<id>.json, FOLDER/autograded/<student>/<id>/, assignments/<id>/ (and a lab's "
+             "solutions/<id>/)")
+    writes = "FOLDER/similarity/<id>.html and FOLDER/similarity/<id>.csv"
+    _describe(verbs, p, reads, writes)
+
+
+def cmd_similarity(course, args):
+    from .similarity import check_similarity
+    [aid] = _ids(course, [args.id])
+    try:
+        chosen = {"threshold": args.threshold, "min_tokens": args.min_tokens}
+        result = check_similarity(course, aid, **{name: value for name, value in chosen.items() if value is not None})
+    except FileNotFoundError as error:
+        raise SystemExit(f"similarity: {error}")
+    print(f"{aid}: {len(result.works)} submissions compared ({len(result.pairs)} pairs) in {result.seconds:.1f} s; "
+          f"{len(result.flagged)} pairs at {result.threshold:g}% or more (evidence to read, never a verdict)")
+    for who, why in result.not_compared:
+        print(f"not compared: {who}: {why}")
+    print(f"report: {result.html_path}\nCSV: {result.csv_path}")
+
+
+# ---- publish ----
+
+def add_publish(verbs):
     p = verbs.add_parser("publish", help="write the student-facing course (no answer key) as a repository in DEST")
     p.add_argument("dest")
     p.add_argument("--force", action="store_true", help="replace DEST if it exists")
     p.add_argument("ids", nargs="*", help="the assignments to publish (default: every released one)")
     p.set_defaults(run=cmd_publish)
+    reads = ("lectures/, assignments/<id>/, docs/student-readme.md, docs/syllabus.md, docs/img/, "
+             "requirements-student.txt")
+    writes = "DEST: a fresh tree and a commit (its .git and history kept)"
+    _describe(verbs, p, reads, writes)
+
+
+def cmd_publish(course, args):
+    from .publish import publish
+    return publish(course, Path(args.dest), force=args.force, assignments=args.ids or None)
+
+
+# ---- demo ----
+
+def add_demo(verbs):
     p = verbs.add_parser("demo", help="release, grade sample submissions, feedback, CSV, in out/demo/")
     p.add_argument("ids", nargs="*")
     p.set_defaults(run=cmd_demo)
+    reads = "solutions/, assignments/, mutants/"
+    writes = "out/demo/ only (never course/ or assignments/)"
+    _describe(verbs, p, reads, writes)
+
+
+def cmd_demo(course, args):
+    from .demo import run_demo
+    return 0 if run_demo(course, _ids(course, args.ids)) else 1
+
+
+# ---- gradescope ----
+
+def add_gradescope(verbs):
     p = verbs.add_parser("gradescope", help="a Gradescope autograder zip for one assignment: setup.sh, "
                                              "run_autograder (this course's pipeline into results.json), the "
                                              "grader, the hidden tests (docs/gradescope.md)")
@@ -457,7 +527,43 @@ def build_parser():
                    help="when students see the result of a test cell holding hidden checks (default: "
                         "after_published); the other tests are always visible")
     p.set_defaults(run=cmd_gradescope)
-    _describe(verbs)
+    reads = ("solutions/ID/ (the hidden tests), assignments/ID/ (the release), grader/, nbgrader_config.py, "
+             "requirements.txt, constraints.txt")
+    writes = ("one zip (--output, default FOLDER/ID-autograder.zip) holding setup.sh, run_autograder and what they "
+              "need")
+    _describe(verbs, p, reads, writes)
+
+
+def cmd_gradescope(course, args):
+    from .gradescope import GradescopeError, build_zip
+    [aid] = _ids(course, [args.id])
+    if args.output:
+        output = Path(args.output)
+    else:
+        output = store.autograder_zip(course, aid)
+        output.parent.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    try:
+        path, count = build_zip(course, aid, output, hidden_visibility=args.hidden_visibility)
+    except GradescopeError as error:
+        raise SystemExit(f"gradescope: {error}") from None
+    print(f"{aid}: Gradescope autograder written to {path} ({count} files, {path.stat().st_size / 1e6:.1f} MB, "
+          f"{time.time() - started:.1f} s); upload it as the assignment's autograder (docs/gradescope.md)")
+
+
+# ---- the command line ----
+
+# each adds its verb, in the order --help lists them
+VERBS = (add_sync, add_release, add_lab, add_check, add_autograde, add_feedback, add_export, add_roster,
+         add_extension, add_excuse, add_report, add_similarity, add_publish, add_demo, add_gradescope)
+
+
+def build_parser():
+    """The command line: one sub-command (verb) per step of the workflow, each added by its block above."""
+    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__.split("\n\n")[0])
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    for add in VERBS:
+        add(verbs)
     return parser
 
 

@@ -3,19 +3,17 @@ an extension (before or after grading), a regrade of one student, a replacement 
 a drop, and the late penalty applied at export to the whole total. Each leaves every other grade as
 it was. One graded course (real sandboxed kernels) is copied for each test."""
 import datetime
-import io
 import shutil
 import warnings
-from contextlib import redirect_stderr, redirect_stdout
 
 import nbformat
 import pytest
 from test_term import A1, DUE, _canvas_times, _csv, _zip
 
 from grader import cells, store
-from grader.cli import main
 from grader.samples import buggy_submission, perfect_submission
 from support import COURSE
+from support.cli import run_cli as run
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.kernel]
 
@@ -27,17 +25,6 @@ alee,Alex,Lee,alex.lee@uni.example,104
 tkim,Tae,Kim,tae.kim@uni.example,105
 """
 WRITTEN = "written_permutation"      # a1's hand-graded written answer
-
-
-def run(*argv, course):
-    """The CLI's exit status and what it printed (stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            status = main([*argv, "--course-dir", str(course)])
-        except SystemExit as stop:
-            status = stop.code
-    return status, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")
