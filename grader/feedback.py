@@ -91,28 +91,6 @@ def add_lab_sections(course, assignment_id, pages):
         page.write_text(text[:at] + section + text[at:])
 
 
-def grade_rows(course, assignment_ids=None):
-    """One row per (student, assignment): total (manual score where given, else auto), max, and
-    the points of every graded cell."""
-    rows, cell_names = [], []
-    with warnings.catch_warnings(), store.gradebook(course.db_url) as gb:
-        warnings.simplefilter("ignore")
-        for assignment in gb.assignments:
-            if assignment_ids and assignment.name not in assignment_ids:
-                continue
-            for submission in assignment.submissions:
-                row = {"student": submission.student.id, "assignment": assignment.name,
-                       "total": submission.score, "max": submission.max_score,
-                       "needs_manual_grade": submission.needs_manual_grade}
-                for notebook in submission.notebooks:
-                    for grade in notebook.grades:
-                        row[grade.name] = grade.score
-                        if grade.name not in cell_names:
-                            cell_names.append(grade.name)
-                rows.append(row)
-    return rows, cell_names
-
-
 def export_csv(course, path, assignment_ids=None):
     """The long CSV (grader/export.py has every format); returns (path, rows)."""
     from .export import export

@@ -72,21 +72,6 @@ def device_setup_cell(nb):
         next((cell for cell in code if _OLD_DEVICE_LINE.search(cell.source)), None)
 
 
-def device_helper_problem(nb):
-    """None if the notebook's setup cell carries the current helper followed by `device =
-    pick_device()`; otherwise what is wrong, in a few words."""
-    cell = device_setup_cell(nb)
-    if cell is None:
-        return "no setup cell chooses a device"
-    if DEVICE_BEGIN not in cell.source:
-        return "the setup cell has no device helper (an old `device = ...` line)"
-    if DEVICE_END not in cell.source:
-        return "the device helper region has no end marker"
-    if device_helper_source() + "\n" + DEVICE_CALL not in cell.source:
-        return "the device helper differs from grader/provided/device.py"
-    return None
-
-
 def apply_device_helper(nb):
     """Rewrite the device helper region of the notebook's setup cell from grader/provided/device.py
     (or replace an old-style `device = ...` line by it). Returns True if the source changed."""
@@ -118,22 +103,6 @@ def progress_helper_source():
     return marked_region(PROGRESS_FILE, PROGRESS_BEGIN, PROGRESS_END)
 
 
-def progress_helper_problem(nb):
-    """None if the notebook uses no `tqdm(` or its cells carry the current progress-bar region;
-    otherwise what is wrong, in a few words."""
-    code = [cell.source for cell in nb.cells if cell.cell_type == "code"]
-    if not any("tqdm(" in source for source in code):
-        return None
-    region = [source for source in code if PROGRESS_BEGIN in source]
-    if not region:
-        return "it calls tqdm( but carries no progress-bar region"
-    if PROGRESS_END not in region[0]:
-        return "the progress-bar region has no end marker"
-    if progress_helper_source() not in region[0]:
-        return "the progress-bar region differs from grader/provided/progress.py"
-    return None
-
-
 def apply_progress_helper(nb):
     """Rewrite the progress-bar region (where a cell has one) from grader/provided/progress.py.
     Returns True if a source changed."""
@@ -163,20 +132,6 @@ def sync_lectures(course):
             nbformat.write(nb, str(path))
             rewritten.append(path.name)
     return rewritten
-
-
-def stale_device_helpers(course, paths=None):
-    """(path, problem) of each notebook whose device helper is missing or differs from
-    grader/provided/device.py; by default every lecture, solution and release notebook."""
-    if paths is None:
-        paths = (lecture_paths(course) + sorted(course.source_dir.glob("*/*.ipynb"))
-                 + sorted(course.release_dir.glob("*/*.ipynb")))
-    problems = []
-    for path in paths:
-        problem = device_helper_problem(cells.read(path))
-        if problem:
-            problems.append((Path(path), problem))
-    return problems
 
 
 def generate_release(course, assignment_id, release_dir, db_url=None):

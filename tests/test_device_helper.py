@@ -14,15 +14,15 @@ from grader.release import (
     DEVICE_BEGIN,
     DEVICE_CALL,
     DEVICE_END,
+    PROGRESS_BEGIN,
+    PROGRESS_END,
     ReleaseError,
     apply_device_helper,
     apply_progress_helper,
-    device_helper_problem,
     device_helper_source,
     device_setup_cell,
-    progress_helper_problem,
+    lecture_paths,
     progress_helper_source,
-    stale_device_helpers,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,6 +30,53 @@ NOTEBOOKS = (sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb")) + sorted((RE
              + sorted((REPO / "assignments").glob("*/*.ipynb")))
 NO_KERNEL_IMAGE = ("CUDA error: no kernel image is available for execution on the device\n"
                    "CUDA kernel errors might be asynchronously reported at some other API call")
+
+
+# what a notebook's copies of the helpers lack: the checks these tests make (sync rewrites them)
+
+def device_helper_problem(nb):
+    """None if the notebook's setup cell carries the current helper followed by `device =
+    pick_device()`; otherwise what is wrong, in a few words."""
+    cell = device_setup_cell(nb)
+    if cell is None:
+        return "no setup cell chooses a device"
+    if DEVICE_BEGIN not in cell.source:
+        return "the setup cell has no device helper (an old `device = ...` line)"
+    if DEVICE_END not in cell.source:
+        return "the device helper region has no end marker"
+    if device_helper_source() + "\n" + DEVICE_CALL not in cell.source:
+        return "the device helper differs from grader/provided/device.py"
+    return None
+
+
+def progress_helper_problem(nb):
+    """None if the notebook uses no `tqdm(` or its cells carry the current progress-bar region;
+    otherwise what is wrong, in a few words."""
+    code = [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    if not any("tqdm(" in source for source in code):
+        return None
+    region = [source for source in code if PROGRESS_BEGIN in source]
+    if not region:
+        return "it calls tqdm( but carries no progress-bar region"
+    if PROGRESS_END not in region[0]:
+        return "the progress-bar region has no end marker"
+    if progress_helper_source() not in region[0]:
+        return "the progress-bar region differs from grader/provided/progress.py"
+    return None
+
+
+def stale_device_helpers(course, paths=None):
+    """(path, problem) of each notebook whose device helper is missing or differs from
+    grader/provided/device.py; by default every lecture, solution and release notebook."""
+    if paths is None:
+        paths = (lecture_paths(course) + sorted(course.source_dir.glob("*/*.ipynb"))
+                 + sorted(course.release_dir.glob("*/*.ipynb")))
+    problems = []
+    for path in paths:
+        problem = device_helper_problem(cells.read(path))
+        if problem:
+            problems.append((Path(path), problem))
+    return problems
 
 
 def run_helper(torch_module):
