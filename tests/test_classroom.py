@@ -5,11 +5,9 @@ writes, <slug>-submissions/<slug>-<github username>/, one git repository per stu
 Classroom names <slug>-<username>). The repositories are real ones, made here with git, their
 commit times set (GIT_AUTHOR_DATE, GIT_COMMITTER_DATE)."""
 import datetime
-import io
 import os
 import shutil
 import subprocess
-from contextlib import redirect_stdout
 
 import nbformat
 import pytest
@@ -18,6 +16,7 @@ from grader.classroom import read_repositories
 from grader.stages.collect import collect
 from grader.stages.identify import identify
 from grader.submission import Intake, Status
+from support.cli import run_cli
 from support.grading import A1, DUE, open_batch
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None,
@@ -168,15 +167,13 @@ def test_a_source_with_no_repository_says_what_was_expected(course, tmp_path):
 def test_classroom_graded_end_to_end(course, tmp_path):
     """Through the command line, a kernel and all: the notebook of the last commit before the
     deadline is graded, and the table says which commit and what was left."""
-    from grader.cli import main
     from grader.samples import perfect_submission, release_notebook
     student_repo(tmp_path, "alice", [(DUE - HOUR, {f"{A1}.ipynb": nbformat.writes(perfect_submission(course, A1))}),
                                       (DUE + HOUR, {f"{A1}.ipynb": nbformat.writes(release_notebook(course, A1))})])
-    out = io.StringIO()
-    with redirect_stdout(out):
-        assert main(["autograde", A1, str(tmp_path / f"{SLUG}-submissions"), "--lms", "classroom", "--due",
-                     DUE.isoformat(), "--unsandboxed", "--course-dir", str(tmp_path / "course")]) == 0
-    [row] = [line for line in out.getvalue().splitlines() if line.startswith("alice ")]
-    assert "1 commit after the deadline not graded" in row and "on time" in row, out.getvalue()
+    status, printed, _ = run_cli("autograde", A1, str(tmp_path / f"{SLUG}-submissions"), "--lms", "classroom",
+                                 "--due", DUE.isoformat(), "--unsandboxed", course=tmp_path / "course")
+    assert status == 0, printed
+    [row] = [line for line in printed.splitlines() if line.startswith("alice ")]
+    assert "1 commit after the deadline not graded" in row and "on time" in row, printed
     score, total = row.split()[1].split("/")
     assert float(score) == float(total) > 0, "the perfect notebook of the commit before the deadline"

@@ -5,9 +5,7 @@ submitted are never missing; a bad groups file is a message, never a traceback.
 The downloads are written as each LMS writes them (the source is named at each fixture); the
 intake stages (collect, identify) run without a kernel, one end-to-end run grades for real."""
 import csv
-import io
 import zipfile
-from contextlib import redirect_stdout
 
 import nbformat
 import pytest
@@ -17,6 +15,7 @@ from grader.roster import import_roster
 from grader.stages.collect import collect
 from grader.stages.identify import identify
 from grader.submission import Intake, Status
+from support.cli import run_cli
 from support.grading import A1, ROSTER, open_batch
 
 
@@ -214,14 +213,12 @@ def test_unreadable_groups_files_say_what_was_expected(tmp_path, text, message):
 
 
 def test_the_command_line_reports_a_bad_groups_file_without_a_traceback(course, tmp_path):
-    from grader.cli import main
     _nb(tmp_path / "folder" / "team-a" / f"{A1}.ipynb")
     groups = tmp_path / "groups.csv"
     groups.write_text("team,who\nteam-a,jdoe\n")
-    with pytest.raises(SystemExit) as stop, redirect_stdout(io.StringIO()):
-        main(["autograde", A1, str(tmp_path / "folder"), "--groups", str(groups), "--unsandboxed",
-              "--course-dir", str(tmp_path / "course")])
-    assert str(stop.value).startswith("autograde: ") and "`group` and `student`" in str(stop.value)
+    status, _, _ = run_cli("autograde", A1, str(tmp_path / "folder"), "--groups", str(groups), "--unsandboxed",
+                           course=tmp_path / "course")
+    assert status.startswith("autograde: ") and "`group` and `student`" in status
 
 
 # ---- end to end ----
@@ -231,18 +228,16 @@ def test_a_canvas_group_graded_end_to_end(course, tmp_path):
     """Through the command line, kernels and all: both members of the group get the group's score
     in the gradebook, under their own ids, and the table names the group."""
     from grader import store
-    from grader.cli import main
     from grader.samples import perfect_submission
     download = tmp_path / "download.zip"
     with zipfile.ZipFile(download, "w") as archive:
         archive.writestr(f"team7_101_5001_{A1}.ipynb", nbformat.writes(perfect_submission(course, A1)))
     (tmp_path / "roster.csv").write_text(ROSTER)
-    out = io.StringIO()
-    with redirect_stdout(out):
-        assert main(["roster", "import", str(tmp_path / "roster.csv"), "--course-dir", str(tmp_path / "course")]) == 0
-        assert main(["autograde", A1, str(download), "--groups", str(_canvas_group_export(tmp_path / "g.csv")),
-                     "--unsandboxed", "--workers", "2", "--course-dir", str(tmp_path / "course")]) == 0
-    table = out.getvalue()
+    assert run_cli("roster", "import", str(tmp_path / "roster.csv"), course=tmp_path / "course")[0] == 0
+    groups = _canvas_group_export(tmp_path / "g.csv")
+    status, table, _ = run_cli("autograde", A1, str(download), "--groups", str(groups), "--unsandboxed",
+                               "--workers", "2", course=tmp_path / "course")
+    assert status == 0, table
     rows = {line.split()[0]: line for line in table.splitlines() if line.split()[:1] in (["jdoe"], ["jsmith"])}
     assert set(rows) == {"jdoe", "jsmith"} and all("group Team 7" in row for row in rows.values()), table
     with store.gradebook(f"sqlite:///{tmp_path / 'course' / 'gradebook.db'}") as gb:
