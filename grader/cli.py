@@ -28,28 +28,29 @@ def _grading_folder(parser):
                         help="the grading folder: gradebook, submitted/, autograded/, feedback/ (default: course/)")
 
 
-def _describe(verbs, parser, reads, writes):
-    """A verb's --help: what it does, then what it reads and what it writes (FOLDER: the grading
-    folder, course/ unless --course-dir says another)."""
-    name = parser.prog.split()[-1]
-    summary = next(action.help for action in verbs._choices_actions if action.dest == name)
-    parser.description = "\n".join([textwrap.fill(summary, 79), "",
-                                     textwrap.fill(reads, 79, initial_indent="reads:  ", subsequent_indent=" " * 8),
-                                     textwrap.fill(writes, 79, initial_indent="writes: ", subsequent_indent=" " * 8)])
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+def _verb(verbs, name, run, help, reads, writes):
+    """Add the verb `name`, run by `run(course, args)`; its --help says what it does, then what it
+    reads and what it writes (FOLDER: the grading folder, course/ unless --course-dir says another).
+    Returns its parser, for its arguments."""
+    parser = verbs.add_parser(name, help=help, formatter_class=argparse.RawDescriptionHelpFormatter,
+                              description="\n".join([
+                                  textwrap.fill(help, 79), "",
+                                  textwrap.fill(reads, 79, initial_indent="reads:  ", subsequent_indent=" " * 8),
+                                  textwrap.fill(writes, 79, initial_indent="writes: ", subsequent_indent=" " * 8)]))
+    parser.set_defaults(run=run)
+    return parser
 
 
 # ---- sync ----
 
 def add_sync(verbs):
-    p = verbs.add_parser("sync", help="refresh provided cells and the device helper in solutions/ "
-                                         "(and, without ids, lectures/) from grader/provided/")
+    p = _verb(verbs, "sync", cmd_sync,
+              help="refresh provided cells and the device helper in solutions/ (and, without ids, lectures/) from "
+                   "grader/provided/",
+              reads="grader/provided/, solutions/ and mutants/ (and lectures/)",
+              writes="the provided cells of solutions/<id>/, a lab's copies of its assignment and answer key (and "
+                     "the lectures' device helper and progress bar)")
     p.add_argument("ids", nargs="*")
-    p.set_defaults(run=cmd_sync)
-    reads = "grader/provided/, solutions/ and mutants/ (and lectures/)"
-    writes = ("the provided cells of solutions/<id>/, a lab's copies of its assignment and answer key (and the "
-              "lectures' device helper and progress bar)")
-    _describe(verbs, p, reads, writes)
 
 
 def cmd_sync(course, args):
@@ -66,12 +67,11 @@ def cmd_sync(course, args):
 # ---- release ----
 
 def add_release(verbs):
-    p = verbs.add_parser("release", help="regenerate assignments/ from solutions/ (always overwriting)")
+    p = _verb(verbs, "release", cmd_release,
+              help="regenerate assignments/ from solutions/ (always overwriting)",
+              reads="solutions/<id>/",
+              writes="assignments/<id>/ (deleted and written afresh) and the assignment's record in the gradebook")
     p.add_argument("ids", nargs="*")
-    p.set_defaults(run=cmd_release)
-    reads = "solutions/<id>/"
-    writes = "assignments/<id>/ (deleted and written afresh) and the assignment's record in the gradebook"
-    _describe(verbs, p, reads, writes)
 
 
 def cmd_release(course, args):
@@ -83,18 +83,17 @@ def cmd_release(course, args):
 # ---- lab ----
 
 def add_lab(verbs):
-    p = verbs.add_parser("lab", help="a debugging lab: show its bugs; with --from A --bugs x,y,z make a new one "
-                                     "from assignment A and the catalogue's mutants x, y, z")
+    p = _verb(verbs, "lab", cmd_lab,
+              help="a debugging lab: show its bugs; with --from A --bugs x,y,z make a new one from assignment A and "
+                   "the catalogue's mutants x, y, z",
+              reads="solutions/<id>/ and mutants/ (with --from: solutions/ASSIGNMENT/)",
+              writes="nothing; with --from: solutions/<id>/<id>.ipynb, a new lab; with --measure: the lab's metadata")
     p.add_argument("id")
     p.add_argument("--from", dest="new_from", metavar="ASSIGNMENT", help="make a new lab debugging this assignment")
     p.add_argument("--bugs", default="", help="the new lab's bugs: names in mutants/<ASSIGNMENT>.py, comma-separated")
     p.add_argument("--title", help="the new lab's title")
     p.add_argument("--measure", action="store_true", help="run each bug planted alone and record the test cells "
                    "it breaks in the lab's metadata (a rewrite of its definition loses them all)")
-    p.set_defaults(run=cmd_lab)
-    reads = "solutions/<id>/ and mutants/ (with --from: solutions/ASSIGNMENT/)"
-    writes = "nothing; with --from: solutions/<id>/<id>.ipynb, a new lab; with --measure: the lab's metadata"
-    _describe(verbs, p, reads, writes)
 
 
 def cmd_lab(course, args):
@@ -116,16 +115,15 @@ def cmd_lab(course, args):
 # ---- check ----
 
 def add_check(verbs):
-    p = verbs.add_parser("check", help="quality gate: solution full, release zero, release fresh, mutants caught")
+    p = _verb(verbs, "check", cmd_check,
+              help="quality gate: solution full, release zero, release fresh, mutants caught",
+              reads="solutions/, assignments/, mutants/, alternatives/",
+              writes="nothing (a report on stdout; exit 1 on a failure)")
     p.add_argument("ids", nargs="*")
     p.add_argument("--skip-release-run", action="store_true", help="skip (b), the kernel run of the release")
     p.add_argument("--device", default=None,
                    help="create the tests' tensors on this device, e.g. cuda (default: cpu)")
     p.add_argument("--quiet", action="store_true")
-    p.set_defaults(run=cmd_check)
-    reads = "solutions/, assignments/, mutants/, alternatives/"
-    writes = "nothing (a report on stdout; exit 1 on a failure)"
-    _describe(verbs, p, reads, writes)
 
 
 def cmd_check(course, args):
@@ -143,8 +141,13 @@ def cmd_check(course, args):
 # ---- autograde ----
 
 def add_autograde(verbs):
-    p = verbs.add_parser("autograde", help="grade an LMS download (zip or folder), nbgrader's submitted/ "
-                                            "or exchange folder, or a folder of notebooks")
+    p = _verb(verbs, "autograde", cmd_autograde,
+              help="grade an LMS download (zip or folder), nbgrader's submitted/ or exchange folder, or a folder of "
+                   "notebooks",
+              reads="SOURCE (an LMS download, a Classroom clone, a folder, or one notebook), "
+                    "--times/--worksheet/--groups files, the roster, FOLDER/term.json",
+              writes="FOLDER/gradebook.db (or GRADER_DB_URL), FOLDER/autograded/, FOLDER/outcomes/<id>.json, "
+                     "FOLDER/term.json (a --late-penalty)")
     p.add_argument("id")
     p.add_argument("submissions", metavar="SOURCE")
     p.add_argument("--lms", default="auto", choices=lms.choices(),
@@ -189,12 +192,6 @@ def add_autograde(verbs):
                         "once, in its own sandbox; cold: each kernel starts from scratch in bubblewrap")
     p.add_argument("--dask", action="store_true", help="grade on Dask distributed (a local cluster by default)")
     p.add_argument("--scheduler", default=None, help="address of a running Dask scheduler (implies --dask)")
-    p.set_defaults(run=cmd_autograde)
-    reads = ("SOURCE (an LMS download, a Classroom clone, a folder, or one notebook), --times/--worksheet/--groups "
-             "files, the roster, FOLDER/term.json")
-    writes = ("FOLDER/gradebook.db (or GRADER_DB_URL), FOLDER/autograded/, FOLDER/outcomes/<id>.json, "
-              "FOLDER/term.json (a --late-penalty)")
-    _describe(verbs, p, reads, writes)
 
 
 def autograde_options(args):
@@ -242,17 +239,16 @@ def cmd_autograde(course, args):
 # ---- feedback ----
 
 def add_feedback(verbs):
-    p = verbs.add_parser("feedback", help="HTML feedback per student, hidden tests removed; --zip canvas|moodle "
-                                           "also packs it for the LMS's bulk upload")
+    p = _verb(verbs, "feedback", cmd_feedback,
+              help="HTML feedback per student, hidden tests removed; --zip canvas|moodle also packs it for the LMS's "
+                   "bulk upload",
+              reads="FOLDER/autograded/ and the gradebook",
+              writes="FOLDER/feedback/<student>/<id>/<id>.html, and with --zip one zip (--output)")
     p.add_argument("id")
     p.add_argument("--zip", default=None, choices=lms.feedback_zip_formats(), help="a zip for Canvas's Re-Upload "
                    "Submissions or Moodle's Upload multiple feedback files in a zip")
     p.add_argument("--output", default=None, help="the zip (default: course/ID-feedback-LMS.zip)")
     _grading_folder(p)
-    p.set_defaults(run=cmd_feedback)
-    reads = "FOLDER/autograded/ and the gradebook"
-    writes = "FOLDER/feedback/<student>/<id>/<id>.html, and with --zip one zip (--output)"
-    _describe(verbs, p, reads, writes)
 
 
 def cmd_feedback(course, args):
@@ -277,7 +273,11 @@ def cmd_feedback(course, args):
 # ---- export ----
 
 def add_export(verbs):
-    p = verbs.add_parser("export", help="grades as CSV: long, wide (one row per student), canvas or moodle import")
+    p = _verb(verbs, "export", cmd_export,
+              help="grades as CSV: long, wide (one row per student), canvas or moodle import",
+              reads="the gradebook, the roster, FOLDER/term.json, FOLDER/outcomes/; --template: your Canvas "
+                    "gradebook export",
+              writes="one CSV (--output, default FOLDER/grades-FORMAT.csv); notes on stderr")
     p.add_argument("ids", nargs="*")
     p.add_argument("--format", default="long", choices=("long", "wide") + lms.export_formats())
     p.add_argument("--output", default=None, help="the CSV file (default: course/grades-FORMAT.csv)")
@@ -286,10 +286,6 @@ def add_export(verbs):
     p.add_argument("--map", action="append", metavar='ID="TITLE (12345)"', help="canvas --template: the "
                    "column an assignment goes into, when its title is not the assignment id")
     _grading_folder(p)
-    p.set_defaults(run=cmd_export)
-    reads = "the gradebook, the roster, FOLDER/term.json, FOLDER/outcomes/; --template: your Canvas gradebook export"
-    writes = "one CSV (--output, default FOLDER/grades-FORMAT.csv); notes on stderr"
-    _describe(verbs, p, reads, writes)
 
 
 def cmd_export(course, args):
@@ -308,18 +304,16 @@ def cmd_export(course, args):
 # ---- roster ----
 
 def add_roster(verbs):
-    p = verbs.add_parser("roster", help="the class list: `roster import FILE.csv` (yours, Canvas's gradebook "
-                                         "export or Moodle's participants download), `roster show`, "
-                                         "`roster drop ID...`")
+    p = _verb(verbs, "roster", cmd_roster,
+              help="the class list: `roster import FILE.csv` (yours, Canvas's gradebook export or Moodle's "
+                   "participants download), `roster show`, `roster drop ID...`",
+              reads="import: your CSV, Canvas's gradebook export or Moodle's participants download",
+              writes="the gradebook's students and FOLDER/roster.json")
     p.add_argument("action", choices=["import", "show", "drop"])
     p.add_argument("names", nargs="*", metavar="FILE or ID", help="import: the CSV file; drop: student ids")
     p.add_argument("--replace", action="store_true", help="import: the roster becomes exactly the file's "
                    "students; who is not in it is dropped (and named)")
     _grading_folder(p)
-    p.set_defaults(run=cmd_roster)
-    reads = "import: your CSV, Canvas's gradebook export or Moodle's participants download"
-    writes = "the gradebook's students and FOLDER/roster.json"
-    _describe(verbs, p, reads, writes)
 
 
 def cmd_roster(course, args):
@@ -351,8 +345,12 @@ def cmd_roster(course, args):
 # ---- extension ----
 
 def add_extension(verbs):
-    p = verbs.add_parser("extension", help="a student's own due date for one assignment, before or after "
-                                            "grading: a graded submission's lateness and penalty change at once")
+    p = _verb(verbs, "extension", cmd_extension,
+              help="a student's own due date for one assignment, before or after grading: a graded submission's "
+                   "lateness and penalty change at once",
+              reads="FOLDER/term.json and the gradebook",
+              writes="FOLDER/term.json, the student's submission in the gradebook (extension, penalty) and "
+                     "FOLDER/outcomes/<id>.json")
     p.add_argument("id")
     p.add_argument("student")
     when = p.add_mutually_exclusive_group(required=True)
@@ -361,11 +359,6 @@ def add_extension(verbs):
     when.add_argument("--days", type=float, default=None, help="days past the assignment's due date")
     when.add_argument("--remove", action="store_true", help="take the extension back")
     _grading_folder(p)
-    p.set_defaults(run=cmd_extension)
-    reads = "FOLDER/term.json and the gradebook"
-    writes = ("FOLDER/term.json, the student's submission in the gradebook (extension, penalty) and "
-              "FOLDER/outcomes/<id>.json")
-    _describe(verbs, p, reads, writes)
 
 
 def cmd_extension(course, args):
@@ -399,16 +392,15 @@ def cmd_extension(course, args):
 # ---- excuse ----
 
 def add_excuse(verbs):
-    p = verbs.add_parser("excuse", help="students not expected to submit one assignment: never missing, EX in "
-                                         "the Canvas export, left out of Moodle's (grades kept)")
+    p = _verb(verbs, "excuse", cmd_excuse,
+              help="students not expected to submit one assignment: never missing, EX in the Canvas export, left out "
+                   "of Moodle's (grades kept)",
+              reads="the roster (or the gradebook's students)",
+              writes="FOLDER/term.json (and removes a 'missing' outcome)")
     p.add_argument("id")
     p.add_argument("students", nargs="+", metavar="STUDENT")
     p.add_argument("--undo", action="store_true", help="take the excuse back")
     _grading_folder(p)
-    p.set_defaults(run=cmd_excuse)
-    reads = "the roster (or the gradebook's students)"
-    writes = "FOLDER/term.json (and removes a 'missing' outcome)"
-    _describe(verbs, p, reads, writes)
 
 
 def cmd_excuse(course, args):
@@ -426,13 +418,12 @@ def cmd_excuse(course, args):
 # ---- report ----
 
 def add_report(verbs):
-    p = verbs.add_parser("report", help="class report: score histogram, failure rate per test, not graded")
+    p = _verb(verbs, "report", cmd_report,
+              help="class report: score histogram, failure rate per test, not graded",
+              reads="FOLDER/outcomes/<id>.json and assignments/<id>/",
+              writes="FOLDER/reports/<id>.html")
     p.add_argument("id")
     _grading_folder(p)
-    p.set_defaults(run=cmd_report)
-    reads = "FOLDER/outcomes/<id>.json and assignments/<id>/"
-    writes = "FOLDER/reports/<id>.html"
-    _describe(verbs, p, reads, writes)
 
 
 def cmd_report(course, args):
@@ -447,9 +438,12 @@ def cmd_report(course, args):
 # ---- similarity ----
 
 def add_similarity(verbs):
-    p = verbs.add_parser("similarity", help="how alike the graded submissions' code is, pair by pair (given code "
-                                            "left out): an HTML report of the pairs above a threshold, side by side, "
-                                            "and a CSV; evidence to read, never a verdict")
+    p = _verb(verbs, "similarity", cmd_similarity,
+              help="how alike the graded submissions' code is, pair by pair (given code left out): an HTML report of "
+                   "the pairs above a threshold, side by side, and a CSV; evidence to read, never a verdict",
+              reads="FOLDER/outcomes/<id>.json, FOLDER/autograded/<student>/<id>/, assignments/<id>/ (and a lab's "
+                    "solutions/<id>/)",
+              writes="FOLDER/similarity/<id>.html and FOLDER/similarity/<id>.csv")
     p.add_argument("id")
     p.add_argument("--threshold", type=float, default=None, metavar="PERCENT", help="flag a pair when this share "
                    "of either side's own code matches the other (default 50); for a7, whose Triton kernels share their "
@@ -457,11 +451,6 @@ def add_similarity(verbs):
     p.add_argument("--min-tokens", type=int, default=None, help="and the matching code holds at least this many "
                    "tokens (default 100, about four lines)")
     _grading_folder(p)
-    p.set_defaults(run=cmd_similarity)
-    reads = ("FOLDER/outcomes/<id>.json, FOLDER/autograded/<student>/<id>/, assignments/<id>/ (and a lab's "
-             "solutions/<id>/)")
-    writes = "FOLDER/similarity/<id>.html and FOLDER/similarity/<id>.csv"
-    _describe(verbs, p, reads, writes)
 
 
 def cmd_similarity(course, args):
@@ -482,15 +471,14 @@ def cmd_similarity(course, args):
 # ---- publish ----
 
 def add_publish(verbs):
-    p = verbs.add_parser("publish", help="write the student-facing course (no answer key) as a repository in DEST")
+    p = _verb(verbs, "publish", cmd_publish,
+              help="write the student-facing course (no answer key) as a repository in DEST",
+              reads="lectures/, assignments/<id>/, docs/student-readme.md, docs/syllabus.md, docs/img/, "
+                    "requirements-student.txt",
+              writes="DEST: a fresh tree and a commit (its .git and history kept)")
     p.add_argument("dest")
     p.add_argument("--force", action="store_true", help="replace DEST if it exists")
     p.add_argument("ids", nargs="*", help="the assignments to publish (default: every released one)")
-    p.set_defaults(run=cmd_publish)
-    reads = ("lectures/, assignments/<id>/, docs/student-readme.md, docs/syllabus.md, docs/img/, "
-             "requirements-student.txt")
-    writes = "DEST: a fresh tree and a commit (its .git and history kept)"
-    _describe(verbs, p, reads, writes)
 
 
 def cmd_publish(course, args):
@@ -501,12 +489,11 @@ def cmd_publish(course, args):
 # ---- demo ----
 
 def add_demo(verbs):
-    p = verbs.add_parser("demo", help="release, grade sample submissions, feedback, CSV, in out/demo/")
+    p = _verb(verbs, "demo", cmd_demo,
+              help="release, grade sample submissions, feedback, CSV, in out/demo/",
+              reads="solutions/, assignments/, mutants/",
+              writes="out/demo/ only (never course/ or assignments/)")
     p.add_argument("ids", nargs="*")
-    p.set_defaults(run=cmd_demo)
-    reads = "solutions/, assignments/, mutants/"
-    writes = "out/demo/ only (never course/ or assignments/)"
-    _describe(verbs, p, reads, writes)
 
 
 def cmd_demo(course, args):
@@ -517,21 +504,19 @@ def cmd_demo(course, args):
 # ---- gradescope ----
 
 def add_gradescope(verbs):
-    p = verbs.add_parser("gradescope", help="a Gradescope autograder zip for one assignment: setup.sh, "
-                                             "run_autograder (this course's pipeline into results.json), the "
-                                             "grader, the hidden tests (docs/gradescope.md)")
+    p = _verb(verbs, "gradescope", cmd_gradescope,
+              help="a Gradescope autograder zip for one assignment: setup.sh, run_autograder (this course's pipeline "
+                   "into results.json), the grader, the hidden tests (docs/gradescope.md)",
+              reads="solutions/ID/ (the hidden tests), assignments/ID/ (the release), grader/, nbgrader_config.py, "
+                    "requirements.txt, constraints.txt",
+              writes="one zip (--output, default FOLDER/ID-autograder.zip) holding setup.sh, run_autograder and what "
+                     "they need")
     p.add_argument("id")
     p.add_argument("--output", default=None, metavar="ZIP", help="the zip to write (default: course/ID-autograder.zip)")
     p.add_argument("--hidden-visibility", default="after_published",
                    choices=["visible", "hidden", "after_due_date", "after_published"],
                    help="when students see the result of a test cell holding hidden checks (default: "
                         "after_published); the other tests are always visible")
-    p.set_defaults(run=cmd_gradescope)
-    reads = ("solutions/ID/ (the hidden tests), assignments/ID/ (the release), grader/, nbgrader_config.py, "
-             "requirements.txt, constraints.txt")
-    writes = ("one zip (--output, default FOLDER/ID-autograder.zip) holding setup.sh, run_autograder and what they "
-              "need")
-    _describe(verbs, p, reads, writes)
 
 
 def cmd_gradescope(course, args):

@@ -140,9 +140,13 @@ def named_id(submission):
     return SAFE_ID.sub("_", login)
 
 
-def submissions_are(logins):
-    """"1 submission is", "3 submissions are": how a warning counts them."""
-    return "1 submission is" if len(logins) == 1 else f"{len(logins)} submissions are"
+def anonymous_warning(logins, reach, hidden_by, advice):
+    """The warning for submissions graded under an LMS's anonymous ids: how many, the first few (as
+    `hidden_by` introduces them: "Canvas's anonymous grading: "), what that costs (`reach`), and what
+    to do (`advice`)."""
+    count = "1 submission is" if len(logins) == 1 else f"{len(logins)} submissions are"
+    return (f"{count} anonymous ({hidden_by}{', '.join(logins[:3])}{' ...' if len(logins) > 3 else ''}) and "
+            f"graded under the LMS's ids: {reach}. To grade them as the students they are, {advice}")
 
 
 def plain_file(path):

@@ -30,10 +30,10 @@ from .base import (
     Found,
     GradesExport,
     LmsFormat,
+    anonymous_warning,
     named_id,
     records,
     slug,
-    submissions_are,
     unaddressed,
 )
 from .records import read_text
@@ -66,11 +66,11 @@ def anonymous(submission):
 
 
 def anonymous_advice(logins, reach):
-    return (f"{submissions_are(logins)} anonymous (Canvas's anonymous grading: {', '.join(logins[:3])}"
-            f"{' ...' if len(logins) > 3 else ''}) and graded under the LMS's ids: {reach}. To grade them as the "
-            "students they are, give --times the submissions JSON saved by an account with administrator access "
-            "(only it pairs each anonymous_id with its user_id), or download the submissions again once Canvas shows "
-            "the students' names (grades posted, or anonymous grading turned off) and grade that download")
+    return anonymous_warning(logins, reach, "Canvas's anonymous grading: ",
+                             "give --times the submissions JSON saved by an account with administrator access (only "
+                             "it pairs each anonymous_id with its user_id), or download the submissions again once "
+                             "Canvas shows the students' names (grades posted, or anonymous grading turned off) and "
+                             "grade that download")
 
 
 def roster_name(student):

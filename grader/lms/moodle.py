@@ -25,10 +25,10 @@ from .base import (
     Found,
     GradesExport,
     LmsFormat,
+    anonymous_warning,
     named_id,
     records,
     slug,
-    submissions_are,
     unaddressed,
 )
 
@@ -84,10 +84,9 @@ def default_id(submission):
 
 
 def anonymous_advice(logins, reach):
-    return (f"{submissions_are(logins)} anonymous (Moodle's blind marking: Participant {', '.join(logins[:3])}"
-            f"{' ...' if len(logins) > 3 else ''}) and graded under the LMS's ids: {reach}. To grade them as the "
-            "students they are, reveal the student identities in Moodle (View all submissions > Grading action > "
-            "Reveal student identities), download the grading worksheet again and give it with --worksheet")
+    return anonymous_warning(logins, reach, "Moodle's blind marking: Participant ",
+                             "reveal the student identities in Moodle (View all submissions > Grading action > Reveal "
+                             "student identities), download the grading worksheet again and give it with --worksheet")
 
 
 def roster_name(student):
