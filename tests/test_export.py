@@ -13,13 +13,12 @@ from grader.late_policy import penalty_config
 from grader.roster import import_roster
 from grader.submission import Status, Submission
 from support.grading import A1, DUE, grade_without_kernel, open_batch, submission_file
+from support.grading import ROSTER as COURSE_ROSTER
 
 HOUR = datetime.timedelta(hours=1)
-ROSTER = """id,first_name,last_name,email,lms_user_id
-jdoe,Jane,Doe,jane.doe@uni.example,101
-jsmith,John,Smith,john.smith@uni.example,102
-swilson,Sam,Wilson,,
-"""
+# the course's roster's first three students, swilson without an e-mail address or LMS user id (what
+# Moodle's and Canvas's imports match a row by)
+ROSTER = "".join(COURSE_ROSTER.splitlines(keepends=True)[:4]).replace("sam.wilson@uni.example,103", ",")
 
 
 @pytest.fixture(scope="module")
