@@ -18,7 +18,6 @@ NOTEBOOKS = sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb")) + sorted((REP
 
 # pending: their figures have no "Figure:" text alternative yet (remove a notebook once it has them)
 NOT_YET_DESCRIBED = {
-    "lectures/08_kv_cache_decoding.ipynb",
     "solutions/a1_self_attention/a1_self_attention.ipynb",
     "solutions/a2_multihead_masking/a2_multihead_masking.ipynb",
     "solutions/a3_flops_io/a3_flops_io.ipynb",
