@@ -15,7 +15,7 @@ Every figure an output draws gets a text alternative (WCAG 1.1.1): the text of t
 follows its cell, as the course's notebooks write one after every plot (tests/test_figures_accessible.py), else
 a sentence saying that it is a figure drawn by the code cell above. It goes where nbconvert's template reads an
 image's alt, the output's metadata (`output.metadata["image/png"]["alt"]`); an alt the output already carries
-is kept.
+is kept. (Without one, nbconvert writes "No description has been provided for this image".)
 
 The cleaning is bleach's (nbconvert depends on it for its own, stricter `sanitize_html`, which
 shows headings and paragraphs as text).

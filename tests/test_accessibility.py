@@ -181,3 +181,19 @@ def test_the_page_has_no_wcag_violation(kind, pages, checker):
     violations = checker.violations(pages[kind])
     assert not violations, (f"{kind} ({pages[kind].name}): {sum(len(v['nodes']) for v in violations)} elements "
                             f"fail WCAG 2.1 A/AA\n{describe(violations)}")
+
+
+@pytest.mark.browser
+def test_the_figures_on_a_feedback_page_are_described(pages):
+    """axe's image-alt passes any alt, nbconvert's own placeholder for an image without one too ("No description
+    has been provided for this image"): each figure's alt must be the "Figure:" text that follows its cell."""
+    from html.parser import HTMLParser
+
+    images = []
+    parser = HTMLParser()
+    parser.handle_starttag = lambda tag, attrs: images.append(dict(attrs)) if tag == "img" else None
+    parser.feed(pages["feedback (answer)"].read_text())
+    figures = [image for image in images if image.get("src", "").startswith("data:image/png")]
+    assert len(figures) >= 2, f"a1's plotting cells drew {len(figures)} figures on the page"
+    for image in figures:
+        assert image.get("alt", "").startswith("Figure: "), f"a figure's alt is not its description: {image.get('alt')!r}"
