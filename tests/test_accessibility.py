@@ -197,4 +197,5 @@ def test_the_figures_on_a_feedback_page_are_described(pages):
     figures = [image for image in images if image.get("src", "").startswith("data:image/png")]
     assert len(figures) >= 2, f"a1's plotting cells drew {len(figures)} figures on the page"
     for image in figures:
-        assert image.get("alt", "").startswith("Figure: "), f"a figure's alt is not its description: {image.get('alt')!r}"
+        alt = image.get("alt", "")
+        assert alt.startswith("Figure: "), f"a figure's alt is not its description: {alt!r}"

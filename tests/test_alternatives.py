@@ -132,8 +132,8 @@ def test_an_alternative_loses_exactly_the_cells_it_declares(monkeypatch):
     """`loses=` (a5's float32-inside styles and its float64 precision cell): the declared cell must be lost, and
     nothing else; a declared cell kept, or another cell lost, fails the gate."""
     import grader.gate as gate
+    from grader.judging import CellVerdict
     from grader.mutants import Alternative
-    from grader.stages.judge import CellVerdict
 
     failing = {"": (), "declared": ("test_precision",), "keeps_it": (), "loses_more": ("test_precision", "test_values")}
 

@@ -179,7 +179,8 @@ def _rendered_images(nb):
     config = Config()
     config.HTMLExporter.template_name = "feedback"
     config.HTMLExporter.extra_template_basedirs = [str(formgrader / "templates")]
-    config.HTMLExporter.extra_template_paths = [str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")]
+    bootstrap_css = formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css"
+    config.HTMLExporter.extra_template_paths = [str(bootstrap_css)]
     page, _ = FeedbackExporter(config=config).from_notebook_node(
         nb, resources={"nbgrader": {"notebook": "a1", "score": 1.0, "max_score": 2.0, "late_penalty": 0}})
     images = []
@@ -204,7 +205,8 @@ def test_a_figure_gets_the_text_of_its_figure_cell_as_alt():
     images = _rendered_images(nb)
     assert len(images) == 2, images
     assert images[0].get("alt") == 'Figure: the loss against the step, falling from 2.5 to "0.5".', images[0]
-    assert images[1].get("alt") == "A figure drawn by the code cell above; the notebook gives no text description of it."
+    assert images[1].get("alt") == ("A figure drawn by the code cell above; the notebook gives no text "
+                                    "description of it.")
     assert "alt" not in described.outputs[0].metadata.get("image/png", {}), "the notebook itself is not changed"
 
 
