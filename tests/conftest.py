@@ -35,16 +35,40 @@ def a1_solution_nb(course):
 
 
 SLOW = ("kernel", "notebook", "gate", "batch", "hosted", "engine", "browser", "hub")
+# the order in which the two workers of `make test` (--dist loadgroup --no-loadscope-reorder) take the
+# groups of tests: the long serial ones first (a whole corpus graded, the hub, a fresh install), then the
+# other slow ones (the quality gates' parts, notebooks, kernels), the quick tests last to fill the gaps
+FIRST, THEN = ("batch", "hosted", "hub", "browser"), SLOW
 
 
+@pytest.hookimpl(tryfirst=True)   # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     """Every notebook run by nbval is marked `notebook`; every test with a slow marker also `slow`
-    (`make test-fast` runs -m "not slow")."""
+    (`make test-fast` runs -m "not slow").
+
+    Under pytest-xdist's --dist loadgroup, the tests of one file stay on one worker, in order (a
+    notebook's nbval cells share one kernel; a module's fixtures are made once), as --dist loadfile
+    would keep them, except a file whose tests carry their own xdist_group: each quality gate's part
+    (tests/test_gate.py) goes to whichever worker is free. The groups are ordered longest kind first."""
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.notebook)
         if any(item.get_closest_marker(name) for name in SLOW):
             item.add_marker(pytest.mark.slow)
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    for item in items:
+        if item.get_closest_marker("gate"):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.replace("::", "-")))
+        elif not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    rank = {}
+    for item in items:
+        group = item.get_closest_marker("xdist_group").args[0]
+        kind = 0 if any(item.get_closest_marker(m) for m in FIRST) else 1 if item.get_closest_marker("slow") else 2
+        rank[group] = min(rank.get(group, kind), kind)
+    position = {id(item): index for index, item in enumerate(items)}
+    items.sort(key=lambda item: (rank[item.get_closest_marker("xdist_group").args[0]], position[id(item)]))
 
 
 @pytest.hookimpl(tryfirst=True)

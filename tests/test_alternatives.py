@@ -126,3 +126,55 @@ def test_a_cpu_only_alternative_is_not_run_on_a_gpu_and_the_gate_says_why(course
     on_cpu = gate._check_alternatives(course, "a4_kv_cache", None, None, {}, None, False,
                                         gate.AssignmentReport("a4"))
     assert len(jobs_seen) == len(alternatives) + 1 and "not run" not in on_cpu.detail
+
+
+def test_the_parts_of_a_gate_run_every_mutant_and_every_candidate_once(course, monkeypatch):
+    """The suite runs a gate in parts (tests/test_gate.py): together they run exactly the jobs of the
+    whole gate, each once."""
+    import grader.gate as gate
+    jobs_seen = []
+
+    def fake_runs(course, assignment_id, source, jobs, device, desc, progress):
+        jobs_seen.extend(repr(job) for job in jobs)
+        return [[({}, [])] * len(seeds or (None,)) for _, seeds in jobs]
+
+    monkeypatch.setattr(gate, "_runs", fake_runs)
+    monkeypatch.setattr(gate, "judge_notebook", lambda trace, records: [])
+
+    def jobs(parts, kinds=("mutants", "alternatives")):
+        jobs_seen.clear()
+        for part in parts:
+            if "mutants" in kinds:
+                gate._check_mutants(course, "a4_kv_cache", None, None, {}, None, False,
+                                    gate.AssignmentReport("a4"), share=part)
+            if "alternatives" in kinds:
+                gate._check_alternatives(course, "a4_kv_cache", None, None, {}, None, False,
+                                         gate.AssignmentReport("a4"), share=part)
+        return list(jobs_seen)
+
+    parts = gate.gate_parts(course, "a4_kv_cache", runs_per_part=7)
+    assert [str(p) for p in parts][:3] == ["solution", "mutants-1of9", "mutants-2of9"]
+    whole = jobs([None])
+    in_parts = (jobs([p for p in parts if p.kind == "mutants"], ["mutants"])
+                + jobs([p for p in parts if p.kind == "alternatives"], ["alternatives"]))
+    assert sorted(in_parts) == sorted(whole)
+    mutants = gate._catalogue(gate.load_catalogue, course.mutants_dir, course, "a4_kv_cache")
+    alternatives = gate._catalogue(load_alternatives, course.alternatives_dir, course, "a4_kv_cache")
+    assert len(set(whole)) == len(whole) == len(mutants) + 1 + len(alternatives)
+
+
+def test_runs_in_forked_workers_record_what_runs_here_record(monkeypatch):
+    """A gate's jobs on the CPU run in worker processes forked from this one (grader/gate.py _runs):
+    each job's records and errors are the ones it gives run here, in order."""
+    import grader.gate as gate
+    nb = _notebook("check_equal(double(torch.arange(3)), torch.arange(3) * 2, 'double')")
+    jobs = [([], (11, 23)), ([(("double",), "def double(x):\n    return 3 * x")], ()),
+            ([(("double",), "def double(x):\n    raise ValueError('no')")], (37,))]
+    results = {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv("GRADER_CHECK_WORKERS", workers)
+        results[workers] = list(gate._runs(None, "tiny", nb, jobs, None, "tiny", False))
+    assert [len(runs) for runs in results["2"]] == [2, 1, 1]
+    assert repr(results["1"]) == repr(results["2"])
+    assert results["2"][1][0][0]["test_double"]["observations"][0]["value"].tolist() == [0, 3, 6]
+    assert results["2"][2][0][0]["test_double"]["observations"][0]["type"] == "ValueError"

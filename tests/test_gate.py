@@ -1,16 +1,24 @@
 """The quality gate (`grader check`) for every assignment, as CI runs it (COURSE_SPEC §5): the
 solution scores full marks, the release zero in a real kernel, the release is up to date, every
-catalogued mutant loses points and every correct alternative keeps them."""
+catalogued mutant loses points and every correct alternative keeps them.
+
+An assignment's gate runs here in parts (grader/gate.py: gate_parts), each a test of its own that
+pytest-xdist can give to any worker: the solution, the release and its freshness in one, then the
+catalogue of mutants and the candidates of alternatives in slices of a few dozen runs. Together the
+parts check exactly what `python -m grader check ID` does; a debugging lab's gate is one test."""
 import pytest
 
-from grader.gate import check_assignment, format_report
-from support import ASSIGNMENT_IDS, LAB_IDS
+from grader.gate import check_assignment, format_report, gate_parts
+from support import ASSIGNMENT_IDS, COURSE, LAB_IDS
 
 pytestmark = pytest.mark.gate
 
+PARTS = [pytest.param(assignment_id, part, id=f"{assignment_id}-{part}" if part.kind != "all" else assignment_id)
+         for assignment_id in ASSIGNMENT_IDS + LAB_IDS for part in gate_parts(COURSE, assignment_id)]
 
-@pytest.mark.parametrize("assignment_id", ASSIGNMENT_IDS + LAB_IDS)
-def test_quality_gate(course, assignment_id):
-    report = check_assignment(course, assignment_id, progress=False)
+
+@pytest.mark.parametrize("assignment_id, part", PARTS)
+def test_quality_gate(course, assignment_id, part):
+    report = check_assignment(course, assignment_id, progress=False, part=part)
     print(format_report(report))
     assert report.ok, format_report(report)
