@@ -48,8 +48,8 @@ def pytest_collection_modifyitems(config, items):
 
     Under pytest-xdist's --dist loadgroup, the tests of one file stay on one worker, in order (a
     notebook's nbval cells share one kernel; a module's fixtures are made once), as --dist loadfile
-    would keep them, except a file whose tests carry their own xdist_group: each quality gate's part
-    (tests/test_gate.py) goes to whichever worker is free. The groups are ordered longest kind first."""
+    would keep them, except the tests marked `spread`: each goes to whichever worker is free (the parts
+    of the quality gates, the demo's assignments). The groups are ordered longest kind first."""
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.notebook)
@@ -58,7 +58,7 @@ def pytest_collection_modifyitems(config, items):
     if getattr(config.option, "dist", "no") != "loadgroup":
         return
     for item in items:
-        if item.get_closest_marker("gate"):
+        if item.get_closest_marker("spread"):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.replace("::", "-")))
         elif not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))

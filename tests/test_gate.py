@@ -11,7 +11,7 @@ import pytest
 from grader.gate import check_assignment, format_report, gate_parts
 from support import ASSIGNMENT_IDS, COURSE, LAB_IDS
 
-pytestmark = pytest.mark.gate
+pytestmark = [pytest.mark.gate, pytest.mark.spread]
 
 PARTS = [pytest.param(assignment_id, part, id=f"{assignment_id}-{part}" if part.kind != "all" else assignment_id)
          for assignment_id in ASSIGNMENT_IDS + LAB_IDS for part in gate_parts(COURSE, assignment_id)]
