@@ -18,7 +18,6 @@ The runs of (d) and (e) are independent: on the CPU they run in worker processes
 run in parts (`gate_parts`, `check_assignment(..., part=...)`), which together check exactly what the
 whole gate checks: the test suite spreads one assignment's gate over its workers that way.
 """
-import functools
 import io
 import math
 import multiprocessing
@@ -205,19 +204,6 @@ def _runs(course, assignment_id, source, jobs, device, desc, progress):
     bar.close()
 
 
-@functools.lru_cache(maxsize=None)
-def _loaded(loader, path, mtime_ns, course, assignment_id):
-    return loader(course, assignment_id)
-
-
-def _catalogue(loader, folder, course, assignment_id):
-    """loader(course, assignment_id) (load_catalogue or load_alternatives), loaded once per version of
-    its file in this process: each part of a gate (gate_parts) needs the whole catalogue, to take its share."""
-    path = Path(folder) / f"{assignment_id}.py"
-    mtime = path.stat().st_mtime_ns if path.exists() else None
-    return _loaded(loader, str(path), mtime, course, assignment_id)
-
-
 def cpu_workers():
     """How many processes run a gate's jobs on the CPU: GRADER_CHECK_WORKERS when set, else the CPUs
     this process may use (grader/cpus.py)."""
@@ -273,7 +259,7 @@ def forged(records):
 
 def _check_mutants(course, assignment_id, source, trace, points, device, progress, report, share=None):
     """(d) and (f), for the whole catalogue or the slice of it that `share` (a Part) chooses."""
-    catalogue = _catalogue(load_catalogue, course.mutants_dir, course, assignment_id)
+    catalogue = load_catalogue(course, assignment_id)
     chosen = share.share(catalogue) if share is not None else catalogue
     survivors, forgeries = [], []
     jobs = [([(mutant.replaces, mutant.source)], ()) for mutant in chosen]
@@ -305,8 +291,7 @@ def _check_alternatives(course, assignment_id, source, trace, points, device, pr
                         alternatives=None, minimum=MIN_ALTERNATIVES, seeds=RNG_SEEDS, share=None):
     """(e): the solution and each alternative (by default the assignment's catalogue), under every RNG
     perturbation, keep full marks; only the candidates that `share` (a Part) chooses when it is given."""
-    if alternatives is None:
-        alternatives = _catalogue(load_alternatives, course.alternatives_dir, course, assignment_id)
+    alternatives = load_alternatives(course, assignment_id) if alternatives is None else alternatives
     not_run = [a for a in alternatives if device is not None and a.cpu_only]
     candidates = [("(reference solution)", "the solution itself", [])] + [
         (a.name, a.how, [(a.replaces, a.source)]) for a in alternatives if a not in not_run]

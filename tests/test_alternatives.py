@@ -158,9 +158,8 @@ def test_the_parts_of_a_gate_run_every_mutant_and_every_candidate_once(course, m
     in_parts = (jobs([p for p in parts if p.kind == "mutants"], ["mutants"])
                 + jobs([p for p in parts if p.kind == "alternatives"], ["alternatives"]))
     assert sorted(in_parts) == sorted(whole)
-    mutants = gate._catalogue(gate.load_catalogue, course.mutants_dir, course, "a4_kv_cache")
-    alternatives = gate._catalogue(load_alternatives, course.alternatives_dir, course, "a4_kv_cache")
-    assert len(set(whole)) == len(whole) == len(mutants) + 1 + len(alternatives)
+    assert len(set(whole)) == len(whole) == len(gate.load_catalogue(course, "a4_kv_cache")) + 1 + len(
+        load_alternatives(course, "a4_kv_cache"))
 
 
 def test_runs_in_forked_workers_record_what_runs_here_record(monkeypatch):
@@ -178,3 +177,21 @@ def test_runs_in_forked_workers_record_what_runs_here_record(monkeypatch):
     assert repr(results["1"]) == repr(results["2"])
     assert results["2"][1][0][0]["test_double"]["observations"][0]["value"].tolist() == [0, 3, 6]
     assert results["2"][2][0][0]["test_double"]["observations"][0]["type"] == "ValueError"
+
+
+def test_a_catalogue_is_loaded_once_and_again_when_its_file_changes(tmp_path):
+    """grader/mutants.py keeps what it loaded per content of the file: asked again, the same entries
+    come back (new records); after an edit, the edited ones."""
+    from grader.course import Course
+    from grader.mutants import load_catalogue
+    course = Course(tmp_path)
+    course.mutants_dir.mkdir(parents=True)
+    path = course.mutants_dir / "tiny.py"
+    entry = ('from grader.mutants import mutant\n\n\n@mutant("double", "{bug}")\n'
+             'def wrong(x):\n    return {factor} * x\n')
+    path.write_text(entry.format(bug="triples", factor=3))
+    first, again = load_catalogue(course, "tiny"), load_catalogue(course, "tiny")
+    assert [m.bug for m in first] == [m.bug for m in again] == ["triples"] and first[0] is not again[0]
+    path.write_text(entry.format(bug="quadruples", factor=4))
+    edited = load_catalogue(course, "tiny")
+    assert [m.bug for m in edited] == ["quadruples"] and "4 * x" in edited[0].source
