@@ -62,13 +62,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.replace("::", "-")))
         elif not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    def group(item):
+        mark = item.get_closest_marker("xdist_group")
+        return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
     rank = {}
     for item in items:
-        group = item.get_closest_marker("xdist_group").args[0]
         kind = 0 if any(item.get_closest_marker(m) for m in FIRST) else 1 if item.get_closest_marker("slow") else 2
-        rank[group] = min(rank.get(group, kind), kind)
+        rank[group(item)] = min(rank.get(group(item), kind), kind)
     position = {id(item): index for index, item in enumerate(items)}
-    items.sort(key=lambda item: (rank[item.get_closest_marker("xdist_group").args[0]], position[id(item)]))
+    items.sort(key=lambda item: (rank[group(item)], position[id(item)]))
 
 
 @pytest.hookimpl(tryfirst=True)
