@@ -46,7 +46,7 @@ MIN_MUTANTS = 12
 MIN_ALTERNATIVES = 4
 RNG_SEEDS = (11, 23, 37, 51, 77)   # five random-number-generator perturbations (see run_in_process)
 JOB_TIMEOUT = 120                  # seconds for one isolated job (a candidate's runs) on a GPU
-RUNS_PER_PART = 20                 # notebook runs in one part of a gate (gate_parts)
+RUNS_PER_PART = 10                 # notebook runs in one part of a gate (gate_parts): a7's take a minute
 
 
 @dataclass
