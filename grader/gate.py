@@ -161,11 +161,13 @@ def _runs(course, assignment_id, source, jobs, device, desc, progress):
     """Run each job, (replacements, RNG seeds), once per seed (once without a seed when there are
     none); yields [(records, errors), ...] per job, in order. On the CPU the jobs run in worker
     processes forked from this one, one per usable CPU (`cpu_workers`), each with one thread (here,
-    one after another, where one CPU is all there is). On a GPU each job runs in a fresh process: a
-    wrong implementation can trip a device-side assert (an index out of range, say), after which the
-    process's CUDA context fails every later call, so it must not be shared with the next candidate."""
+    one after another, where one CPU is all there is or this process holds a CUDA context). On a GPU
+    each job runs in a fresh process: a wrong implementation can trip a device-side assert (an index
+    out of range, say), after which the process's CUDA context fails every later call, so it must not
+    be shared with the next candidate."""
     bar = tqdm(total=len(jobs), desc=desc, unit="run", disable=not progress)
-    workers = min(cpu_workers(), len(jobs)) if device is None else 0
+    # a CUDA context does not survive a fork (a notebook may have made one, on a machine with a GPU)
+    workers = min(cpu_workers(), len(jobs)) if device is None and not torch.cuda.is_initialized() else 1
     if device is None and workers <= 1:
         for replacements, seeds in jobs:
             yield [run_in_process(source, replacements, rng_seed=seed, device=device) for seed in seeds or (None,)]
