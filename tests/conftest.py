@@ -38,7 +38,7 @@ SLOW = ("kernel", "notebook", "gate", "batch", "hosted", "engine", "browser", "h
 # the order in which the two workers of `make test` (--dist loadgroup --no-loadscope-reorder) take the
 # groups of tests: the long serial ones first (a whole corpus graded, the hub, a fresh install), then the
 # other slow ones (the quality gates' parts, notebooks, kernels), the quick tests last to fill the gaps
-FIRST, THEN = ("batch", "hosted", "hub", "browser"), SLOW
+FIRST = ("batch", "hosted", "hub", "browser")
 
 
 @pytest.hookimpl(tryfirst=True)   # before pytest-xdist reads the xdist_group marks
@@ -62,6 +62,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.replace("::", "-")))
         elif not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
     def group(item):
         mark = item.get_closest_marker("xdist_group")
         return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
