@@ -647,3 +647,98 @@ def hf_view_loss(logits, ids, ignore_index=None):
     logits = logits.view(-1, logits.size(-1))
     shift_labels = shift_labels.view(-1)
     return F.cross_entropy(logits, shift_labels, ignore_index=ignore, reduction="mean")
+
+
+# --- causal masks kept in buffers named like weights (nanoGPT's and GPT-2's `bias`): the tests seed and load
+# only the parameters of the layers the task names, never a buffer ----------------------------------------
+
+
+@alternative("DecoderOnlyLM", "nanoGPT style: the causal mask a float buffer named `bias`, "
+                              "torch.tril(torch.ones(max_len, max_len)).view(1, 1, max_len, max_len), on the model; "
+                              "a query may attend where bias[:, :, :L, :L] == 1")
+class nanogpt_bias_buffer(nn.Module):
+    def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout=0.0):
+        super().__init__()
+        self.block_size = max_len
+        self.tok_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(max_len, d_model)
+        self.blocks = nn.ModuleList([TransformerBlock(d_model, n_heads, d_ff, dropout) for _ in range(n_layers)])
+        self.norm_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        # causal mask to ensure that attention is only applied to the left in the input sequence
+        self.register_buffer("bias", torch.tril(torch.ones(max_len, max_len)).view(1, 1, max_len, max_len))
+
+    def forward(self, idx):
+        b, t = idx.size()
+        if t > self.block_size:
+            raise ValueError(f"Cannot forward sequence of length {t}, block size is only {self.block_size}")
+        x = self.tok_emb(idx) + self.pos_emb(torch.arange(0, t, dtype=torch.long, device=idx.device))
+        for block in self.blocks:
+            x = block(x, self.bias[:, :, :t, :t] == 1)
+        return self.lm_head(self.norm_f(x))
+
+
+@alternative("DecoderOnlyLM", "GPT-2 style (Hugging Face's GPT2Attention): every block holds its own causal mask, a "
+                              "bool buffer named `bias` (1, 1, max_len, max_len), with `masked_bias` beside it; the "
+                              "model a `mask` buffer of the positions; each block attends with its own "
+                              "bias[:, :, :L, :L]")
+class gpt2_block_bias_buffers(nn.Module):
+    def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_len, dropout=0.0):
+        super().__init__()
+        self.tok_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(max_len, d_model)
+        self.blocks = nn.ModuleList()
+        for _ in range(n_layers):
+            block = TransformerBlock(d_model, n_heads, d_ff, dropout)
+            block.register_buffer("bias", torch.tril(torch.ones((max_len, max_len), dtype=torch.bool)).view(
+                1, 1, max_len, max_len), persistent=False)
+            block.register_buffer("masked_bias", torch.tensor(-1e4), persistent=False)
+            self.blocks.append(block)
+        self.norm_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.register_buffer("mask", torch.ones(max_len, dtype=torch.bool), persistent=False)   # positions that exist
+
+    def forward(self, input_ids):
+        length = input_ids.shape[-1]
+        if length > self.mask.numel():
+            raise ValueError(f"input length {length} exceeds n_positions {self.mask.numel()}")
+        position_ids = torch.arange(length, device=input_ids.device)[self.mask[:length]]
+        hidden_states = self.tok_emb(input_ids) + self.pos_emb(position_ids)
+        for block in self.blocks:
+            hidden_states = block(hidden_states, block.bias[:, :, :length, :length])
+        return self.lm_head(self.norm_f(hidden_states))
+
+
+@alternative("MultiHeadAttention", "Hugging Face eager attention: scores by torch.matmul, the mask as an additive bias "
+                                   "of the dtype's minimum, softmax(..., dtype=torch.float32).to(query.dtype), "
+                                   "fully masked rows zeroed")
+class hf_eager_float32_softmax(nn.Module):
+    def __init__(self, d_model, n_heads, bias=True):
+        super().__init__()
+        if d_model % n_heads != 0:
+            raise ValueError(f"embed_dim must be divisible by num_heads (got {d_model} and {n_heads})")
+        self.num_heads, self.head_dim = n_heads, d_model // n_heads
+        self.scaling = self.head_dim ** -0.5
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.o_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.last_attn_weights = None
+
+    def forward(self, query, key=None, value=None, mask=None):
+        key = query if key is None else key
+        value = key if value is None else value
+        bsz = query.shape[0]
+
+        def shape(t):
+            return t.view(bsz, -1, self.num_heads, self.head_dim).transpose(1, 2)
+        q, k, v = shape(self.q_proj(query)), shape(self.k_proj(key)), shape(self.v_proj(value))
+        attn_weights = torch.matmul(q, k.transpose(2, 3)) * self.scaling
+        if mask is not None:
+            attn_weights = attn_weights + torch.zeros_like(attn_weights).masked_fill(~mask, torch.finfo(q.dtype).min)
+        attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(q.dtype)
+        if mask is not None:
+            attn_weights = attn_weights.masked_fill(~mask.any(-1, keepdim=True), 0.0)
+        self.last_attn_weights = attn_weights
+        attn_output = torch.matmul(attn_weights, v).transpose(1, 2).reshape(bsz, -1, self.num_heads * self.head_dim)
+        return self.o_proj(attn_output)

@@ -1,5 +1,8 @@
 """Correct alternatives for a5_attention_at_scale: each computes what the task asks, written differently from
-the reference solution, and must keep every point (`python -m grader check a5_attention_at_scale`)."""
+the reference solution, and must keep every point (`python -m grader check a5_attention_at_scale`). Those in
+the float32-inside styles of widely used code (FlashAttention's float32 statistics, Longformer's "fp32 for
+numerical stability" softmax, flash-linear-attention's float32 state, Hugging Face's float32 softmax) declare
+`loses=("test_float64_precision",)`: they must lose that cell, the task's float64 contract, and no other."""
 import math
 
 import torch
@@ -345,3 +348,128 @@ def gqa_loop_over_groups(q, k, v, mask=None):
         weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
         outputs.append((weights @ v[:, g]).reshape(batch, n_rep, len_q, v.shape[-1]))
     return torch.cat(outputs, dim=1)
+
+
+# --- float32 inside, as widely used code computes: every point but the float64 precision cell ---------
+
+_PRECISION = ("test_float64_precision",)
+
+
+@alternative("flash_attention", "as FlashAttention kernels keep it: the running max, sum and accumulator in float32 "
+                                "whatever the input dtype (registers are float32), the output cast back to q's dtype",
+             loses=_PRECISION)
+def flash_float32_statistics(q, k, v, causal=False, block_size=64):
+    if block_size < 1:
+        raise ValueError("block_size must be >= 1")
+    len_q, len_k = q.shape[-2], k.shape[-2]
+    shift, scale = len_k - len_q, q.shape[-1] ** -0.5
+    out = torch.empty(*q.shape[:-1], v.shape[-1], dtype=q.dtype, device=q.device)
+    for q0 in range(0, len_q, block_size):
+        q1 = min(q0 + block_size, len_q)
+        q_tile = q[..., q0:q1, :].float() * scale
+        m = torch.full((*q.shape[:-2], q1 - q0, 1), float("-inf"), device=q.device)     # float32
+        ell = torch.zeros((*q.shape[:-2], q1 - q0, 1), device=q.device)
+        acc = torch.zeros((*q.shape[:-2], q1 - q0, v.shape[-1]), device=q.device)
+        for k0 in range(0, min(len_k, q1 + shift) if causal else len_k, block_size):
+            k1 = min(k0 + block_size, len_k)
+            s = q_tile @ k[..., k0:k1, :].float().transpose(-2, -1)
+            if causal:
+                rows = torch.arange(q0, q1, device=q.device)[:, None] + shift
+                s = s.masked_fill(torch.arange(k0, k1, device=q.device) > rows, float("-inf"))
+            m_new = torch.maximum(m, s.amax(-1, keepdim=True))
+            base = torch.where(m_new == float("-inf"), torch.zeros_like(m_new), m_new)
+            p, c = torch.exp(s - base), torch.exp(m - base)
+            ell = c * ell + p.sum(-1, keepdim=True)
+            acc = c * acc + p @ v[..., k0:k1, :].float()
+            m = m_new
+        out[..., q0:q1, :] = (acc / torch.where(ell == 0, torch.ones_like(ell), ell)).to(q.dtype)
+    return out
+
+
+@alternative("sliding_window_attention", "Longformer's sliding chunks: the sequence padded to a multiple of 2 * window "
+                                         "and split into L / window - 1 overlapping chunks of 2 * window positions "
+                                         "(as_strided), one einsum for every chunk's scores, the global keys as extra "
+                                         "columns; the softmax in float32 'for numerical stability', cast back with "
+                                         "type_as", loses=_PRECISION)
+def sliding_longformer_chunks(q, k, v, window, n_global=0):
+    *lead, length, d = q.shape
+    w, dv = window, v.shape[-1]
+    padded = -(-length // (2 * w)) * 2 * w                       # a multiple of 2 * window
+    n = padded // w - 1                                          # overlapping chunks [c w, c w + 2 w)
+
+    def flat(t):                                                 # (..., L, e) -> (B * H, padded, e)
+        return F.pad(t, (0, 0, 0, padded - length)).reshape(-1, padded, t.shape[-1])
+
+    def chunks(t):                                               # (B * H, padded, e) -> (B * H, n, 2 w, e), a view
+        strides = (t.stride(0), w * t.stride(1), t.stride(1), t.stride(2))
+        return t.as_strided((t.shape[0], n, 2 * w, t.shape[2]), strides)
+
+    qf, kf, vf = flat(q), flat(k), flat(v)
+    scores = torch.einsum("bcxd,bcyd->bcxy", chunks(qf), chunks(kf)) / math.sqrt(d)    # (B * H, n, 2 w, 2 w)
+    i = torch.arange(padded, device=q.device)
+    chunk = (i // w - 1).clamp(min=0)                            # query i reads chunk max(0, i // w - 1) ...
+    row = i - w * chunk                                          # ... as its row i - w * chunk
+    j = w * chunk[:, None] + torch.arange(2 * w, device=q.device)
+    local = scores[:, chunk, row].masked_fill(~((j <= i[:, None]) & (i[:, None] - j < w)), float("-inf"))
+    g = min(n_global, length)
+    jg = torch.arange(g, device=q.device)
+    glob = (torch.einsum("bid,bjd->bij", qf, kf[:, :g]) / math.sqrt(d)).masked_fill(
+        ~((jg <= i[:, None]) & (i[:, None] - jg >= w)), float("-inf"))                 # global keys out of the window
+    probs = F.softmax(torch.cat([glob, local], dim=-1), dim=-1, dtype=torch.float32).type_as(local)
+    probs = probs.nan_to_num(0.0)                                # padded rows past the end see no key
+    band = torch.zeros_like(scores)
+    band[:, chunk, row] = probs[..., g:]
+    out_local = torch.einsum("bcxy,bcye->bcxe", band, chunks(vf))                     # (B * H, n, 2 w, dv)
+    out = out_local[:, chunk, row] + torch.einsum("bij,bje->bie", probs[..., :g], vf[:, :g])
+    return out[:, :length].reshape(*lead, length, dv)
+
+
+@alternative("linear_attention", "flash-linear-attention's recurrent reference: q, k, v cast to float32, the state "
+                                 "(S, z) accumulated in float32 one position at a time, the output cast back to q's "
+                                 "dtype", loses=_PRECISION)
+def linear_float32_state(q, k, v, causal=True, eps=1e-6):
+    dtype = q.dtype
+    phi_q, phi_k, v32 = F.elu(q.float()) + 1, F.elu(k.float()) + 1, v.float()
+    if not causal:
+        S, z = phi_k.transpose(-2, -1) @ v32, phi_k.sum(-2)
+        return ((phi_q @ S) / ((phi_q * z[..., None, :]).sum(-1, keepdim=True) + eps)).to(dtype)
+    S = torch.zeros(*q.shape[:-2], q.shape[-1], v.shape[-1], device=q.device)           # float32 state
+    z = torch.zeros(*q.shape[:-2], q.shape[-1], device=q.device)
+    outs = []
+    for t in range(q.shape[-2]):
+        S = S + phi_k[..., t, :, None] * v32[..., t, None, :]
+        z = z + phi_k[..., t, :]
+        outs.append((phi_q[..., t, None, :] @ S)[..., 0, :] / ((phi_q[..., t, :] * z).sum(-1, keepdim=True) + eps))
+    return torch.stack(outs, dim=-2).to(dtype)
+
+
+@alternative("linear_attention_step", "flash-linear-attention's recurrent step: the state (S, z) kept in float32 "
+                                      "whatever the inputs' dtype, the output cast back to it", loses=_PRECISION)
+def step_float32_state(q_t, k_t, v_t, state=None):
+    phi_q, phi_k = F.elu(q_t.float()) + 1, F.elu(k_t.float()) + 1
+    update = phi_k[..., :, None] * v_t.float()[..., None, :]
+    S = update if state is None else state[0].float() + update
+    z = phi_k if state is None else state[1].float() + phi_k
+    out = (phi_q[..., None, :] @ S)[..., 0, :] / ((phi_q * z).sum(-1, keepdim=True) + 1e-6)
+    return out.to(q_t.dtype), (S, z)
+
+
+@alternative("grouped_query_attention", "Hugging Face's eager attention: the softmax in float32 "
+                                        "(softmax(..., dtype=torch.float32).to(q.dtype)), the group's query heads as "
+                                        "rows of one matrix, the mask as an additive bias of the dtype's minimum",
+             loses=_PRECISION)
+def gqa_hf_float32_softmax(q, k, v, mask=None):
+    batch, heads, len_q, d = q.shape
+    kv_heads, len_k = k.shape[1], k.shape[2]
+    if heads % kv_heads:
+        raise ValueError(f"num_heads ({heads}) must be divisible by num_key_value_heads ({kv_heads})")
+    n_rep = heads // kv_heads
+    query = q.reshape(batch, kv_heads, n_rep * len_q, d)
+    attn_weights = torch.matmul(query, k.transpose(2, 3)) * d ** -0.5
+    if mask is not None:
+        keep = torch.broadcast_to(mask, (batch, heads, len_q, len_k)).reshape(batch, kv_heads, n_rep * len_q, len_k)
+        attn_weights = attn_weights + torch.zeros_like(attn_weights).masked_fill(~keep, torch.finfo(q.dtype).min)
+    attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(q.dtype)
+    if mask is not None:
+        attn_weights = attn_weights.masked_fill(~keep.any(-1, keepdim=True), 0.0)     # no key at all: zeros
+    return torch.matmul(attn_weights, v).reshape(batch, heads, len_q, v.shape[-1])

@@ -11,6 +11,12 @@ images); anything else is shown as text. Outputs are made inert the same way: HT
 shown as an image (an <img> never runs a script), JavaScript and widgets dropped. Math is left to
 MathJax, which the page loads with its Safe extension (no `javascript:` in \\href).
 
+Every figure an output draws gets a text alternative (WCAG 1.1.1): the text of the "Figure:" Markdown cell that
+follows its cell, as the course's notebooks write one after every plot (tests/test_figures_accessible.py), else
+a sentence saying that it is a figure drawn by the code cell above. It goes where nbconvert's template reads an
+image's alt, the output's metadata (`output.metadata["image/png"]["alt"]`); an alt the output already carries
+is kept. (Without one, nbconvert writes "No description has been provided for this image".)
+
 The cleaning is bleach's (nbconvert depends on it for its own, stricter `sanitize_html`, which
 shows headings and paragraphs as text).
 
@@ -21,6 +27,7 @@ heading and adds page_css() after nbgrader's styles: code highlighted in CodeSty
 outputs wrapped at the page's width. Every page of every assignment and lab is made here."""
 import base64
 import copy
+from html import escape
 
 import bleach
 from bleach.css_sanitizer import CSSSanitizer
@@ -60,9 +67,44 @@ def clean(html):
                         css_sanitizer=_CSS, strip=False, strip_comments=True)
 
 
+IMAGE_OUTPUTS = ("image/png", "image/jpeg", "image/svg+xml")
+NO_DESCRIPTION = "A figure drawn by the code cell above; the notebook gives no text description of it."
+
+
+def figure_description(cells, index):
+    """The text alternative of a figure drawn by cells[index]: the next cell's text when it is a Markdown cell
+    beginning "Figure:" (its Markdown marks left out), else NO_DESCRIPTION."""
+    after = cells[index + 1] if index + 1 < len(cells) else None
+    text = _text(after.source).strip() if after is not None and after.cell_type == "markdown" else ""
+    if not text.startswith("Figure:"):
+        return NO_DESCRIPTION
+    return " ".join(text.replace("`", "").replace("$", "").replace("**", "").split())
+
+
+def describe_figures(nb):
+    """Give every image output of `nb` (changed in place) an alt in its metadata, where nbconvert's template
+    reads it, unless it has one."""
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            data = output.get("data")
+            if not isinstance(data, dict):
+                continue
+            for mime in IMAGE_OUTPUTS:
+                if mime not in data:
+                    continue
+                if not isinstance(output.get("metadata"), dict):
+                    output["metadata"] = {}
+                if not isinstance(output["metadata"].get(mime), dict):
+                    output["metadata"][mime] = {}
+                if not str(output["metadata"][mime].get("alt") or "").strip():
+                    output["metadata"][mime]["alt"] = figure_description(nb.cells, index)
+    return nb
+
+
 def inert_outputs(nb):
-    """A copy of `nb` whose outputs cannot run anything in a browser (see the module's docstring)."""
-    nb = copy.deepcopy(nb)
+    """A copy of `nb` whose outputs cannot run anything in a browser (see the module's docstring), every
+    figure with its text alternative (describe_figures)."""
+    nb = describe_figures(copy.deepcopy(nb))
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         for output in cell.get("outputs", []):
@@ -75,7 +117,8 @@ def inert_outputs(nb):
             svg = data.pop("image/svg+xml", None)
             if svg is not None and "text/html" not in data:
                 encoded = base64.b64encode(_text(svg).encode()).decode()
-                data["text/html"] = f'<img alt="figure" src="data:image/svg+xml;base64,{encoded}">'
+                alt = escape(str(output["metadata"]["image/svg+xml"]["alt"]), quote=True)
+                data["text/html"] = f'<img alt="{alt}" src="data:image/svg+xml;base64,{encoded}">'
             if not data:
                 data["text/plain"] = f"(an output of type {', '.join(dropped) or 'unknown'} is not shown here)"
             output.get("metadata", {}).get("text/html", {}).pop("isolated", None)

@@ -8,7 +8,9 @@
   (d) every mutant in the catalogue loses points (in the cells it names), the solution none;
   (e) the solution and every correct alternative (alternatives/<id>.py) keep every point under
       five different random-number-generator perturbations: a correct student never loses a
-      point for writing it differently, or for drawing random numbers differently;
+      point for writing it differently, or for drawing random numbers differently. An alternative
+      that declares `loses=` (a contract of its own cell, such as a5's float64 precision, that its
+      style does not keep) must lose exactly those cells;
   (f) no mutant regains a point by forging its own answers without knowing the expected values
       (every yes/no answer yes, every exception and error gone: `forged`).
 With `device="cuda"`, (a), (d) and (e) run with tensors created on that device by default.
@@ -295,22 +297,28 @@ def _check_alternatives(course, assignment_id, source, trace, points, device, pr
     perturbation, keep full marks; only the candidates that `share` (a Part) chooses when it is given."""
     alternatives = load_alternatives(course, assignment_id) if alternatives is None else alternatives
     not_run = [a for a in alternatives if device is not None and a.cpu_only]
-    candidates = [("(reference solution)", "the solution itself", [])] + [
-        (a.name, a.how, [(a.replaces, a.source)]) for a in alternatives if a not in not_run]
+    candidates = [("(reference solution)", "the solution itself", [], ())] + [
+        (a.name, a.how, [(a.replaces, a.source)], a.loses) for a in alternatives if a not in not_run]
     everyone = len(candidates)
     candidates = share.share(candidates) if share is not None else candidates
     losers = []
-    jobs = [(replacements, seeds) for _, _, replacements in candidates]
+    jobs = [(replacements, seeds) for _, _, replacements, _ in candidates]
     outcomes = _runs(course, assignment_id, source, jobs, device, f"alternatives {assignment_id}", progress)
-    for (name, how, _), runs in zip(candidates, outcomes):
+    for (name, how, _, declared), runs in zip(candidates, outcomes):
+        declared = tuple(g for g in declared if g in points)   # a lab may leave such a cell out
         lost, failure = 0.0, ""
         for seed, (records, errors) in zip(seeds, runs):
-            failed = [v for v in judge_notebook(trace, records) if not v.passed]
-            if failed or errors:
+            verdicts = judge_notebook(trace, records)
+            failed = [v for v in verdicts if not v.passed and v.grade_id not in declared]
+            kept = [g for g in declared if not any(v.grade_id == g and not v.passed for v in verdicts)]
+            if failed or errors or kept:
                 lost = max(lost, sum(points[v.grade_id] for v in failed))
                 failure = failure or (f"RNG seed {seed}: " + "; ".join(
                     [f"{v.grade_id}: {v.message}" for v in failed]
+                    + [f"{g}: not lost, though loses= declares it" for g in kept]
                     + [f"cell {i}: {e['type']}: {e['message']}" for i, e in errors]))
+        if declared:
+            how += f" [loses {', '.join(declared)} by design]"
         report.alternatives.append((name, how, lost, failure))
         if failure:
             losers.append(f"{name} loses {lost:g} points ({failure[:300]})")

@@ -10,7 +10,8 @@ A lab is an assignment whose source notebook's metadata names the assignment it 
     "course": {"lab": {"assignment": "a1_self_attention",
                        "bugs": ["mask_with_large_negative", "loop_missing_scale", ...],
                        "key": {"mask_with_large_negative": {"symptom": "...", "evidence": "...",
-                                                            "effect": "..."}, ...}}}
+                                                            "effect": "..."}, ...},
+                       "leaves_out": {"test_float64_precision": "why the lab does without it"}}}
 
 The colleague's code. Each answer cell copies the assignment's reference answer cell, except for
 the definitions that hold a bug: those are the colleague's own, written in another hand than the
@@ -180,10 +181,11 @@ def lab_bugs(course, lab_id, source=None):
             raise LabError(f"{lab_id}: the colleague's {target} has no fix region ({FIX_BEGIN} ... {FIX_PLANTED} "
                            f"... {FIX_END}) for bug {name!r} (`python -m grader sync {lab_id}` seeds one)")
         measured = tuple((spec.get("breaks") or {}).get(name) or ())
-        bugs.append(Bug(number, name, target, mutant.bug, tuple(mutant.fails), mutant.source, raw=text,
+        tests = tuple(g for g in mutant.fails if g not in (spec.get("leaves_out") or {}))   # the lab's cells only
+        bugs.append(Bug(number, name, target, mutant.bug, tests, mutant.source, raw=text,
                         planted=resolve_regions(text, {target}), fixed=resolve_regions(text, set()),
                         key=dict((spec.get("key") or {}).get(name) or {}),
-                        breaks=tuple(dict.fromkeys(tuple(mutant.fails) + measured))))
+                        breaks=tuple(dict.fromkeys(tests + measured))))
     return bugs
 
 
@@ -469,8 +471,13 @@ def lab_problems(course, lab_id, source=None):
             problems.append(f"its copy of {gid} names a cell the assignment no longer has")
         elif cell.source != copied_source(originals[gid], own):
             problems.append(f"its copy of {gid} is stale (run `python -m grader sync {lab_id}`)")
+    left_out = spec.get("leaves_out") or {}
     needed = [gid for gid, c in originals.items() if cells.is_answer_cell(c) or cells.is_test_cell(c)]
-    problems += [f"it has no copy of the assignment's cell {gid}" for gid in needed if gid not in copied]
+    problems += [f"it has no copy of the assignment's cell {gid}" for gid in needed
+                 if gid not in copied and gid not in left_out]
+    problems += [f"it leaves out {gid} and copies it too" for gid in left_out if gid in copied]
+    problems += [f"it leaves out {gid} without saying why (course.lab.leaves_out.{gid})"
+                 for gid, why in left_out.items() if not str(why).strip()]
     findings = {cells.grade_id(c): c for c in source.cells if is_finding(c)}
     wanted = {f"bug_{bug.number}": bug for bug in bugs}
     if set(findings) != set(wanted):

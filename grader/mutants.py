@@ -20,7 +20,10 @@ A catalogue of alternatives is alternatives/<assignment id>.py, written the same
         ...
 
 `grader check` runs each one as it runs a mutant and fails if it loses any point: a test that
-takes points from correct work written another way is a wrong test.
+takes points from correct work written another way is a wrong test. One exception, declared:
+`loses=(grade ids)` names the cells of a contract the alternative knowingly does not keep (a5's
+float64 precision, for code that computes in float32 inside as many libraries do); it must lose
+exactly those cells, and keep every other point.
 """
 import ast
 import contextlib
@@ -57,6 +60,7 @@ class Alternative:
     source: str
     cpu_only: str = ""   # why it keeps full marks only with tensors on the CPU ("" if on any device)
     definition: str = ""   # its definition as written, named as what it replaces (samples plant it in a submission)
+    loses: tuple = ()    # the test cells it loses by design (a contract of their own, such as a precision)
 
 
 def mutant(replaces, bug, fails=()):
@@ -67,12 +71,14 @@ def mutant(replaces, bug, fails=()):
     return mark
 
 
-def alternative(replaces, how, cpu_only=""):
+def alternative(replaces, how, cpu_only="", loses=()):
     """Mark a function or class as a correct alternative to `replaces` (a name, or a tuple).
     cpu_only: the reason it matches the reference only on the CPU (where grading creates its
-    tensors); `check --device cuda` then reports it as not run, with that reason."""
+    tensors); `check --device cuda` then reports it as not run, with that reason.
+    loses: grade ids of the test cells that check a contract this style does not keep (a float64
+    precision it computes in float32): the gate requires it to lose those cells and only those."""
     def mark(obj):
-        obj.__alternative__ = (replaces if isinstance(replaces, tuple) else (replaces,), how, cpu_only)
+        obj.__alternative__ = (replaces if isinstance(replaces, tuple) else (replaces,), how, cpu_only, tuple(loses))
         return obj
     return mark
 
@@ -195,6 +201,6 @@ def load_catalogue(course, assignment_id):
 
 def load_alternatives(course, assignment_id):
     """The correct alternatives of alternatives/<assignment id>.py."""
-    return [Alternative(name, replaces, how, source, cpu_only, definition)
-            for name, (replaces, how, cpu_only), source, definition, _
+    return [Alternative(name, replaces, how, source, cpu_only, definition, loses)
+            for name, (replaces, how, cpu_only, loses), source, definition, _
             in _entries(course.alternatives_dir / f"{assignment_id}.py", "__alternative__")]

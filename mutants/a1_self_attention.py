@@ -255,6 +255,17 @@ def exponent_without_two(seq_len, d_model, base=10000.0):
     return pe
 
 
+@mutant("sinusoidal_positional_encoding", "the table computed and returned in float64 (the task asks for float32)",
+        fails=("test_sinusoidal_encoding",))
+def table_in_float64(seq_len, d_model, base=10000.0):
+    if d_model % 2:
+        raise ValueError("d_model must be even")
+    angles = _angles(seq_len, d_model, base).double()
+    pe = torch.zeros(seq_len, d_model, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return pe
+
+
 @mutant("sinusoidal_positional_encoding", "base argument ignored (10000 hard-coded)",
         fails=("test_sinusoidal_encoding",))
 def base_ignored(seq_len, d_model, base=10000.0):

@@ -79,6 +79,56 @@ class grows_with_cat:
         _reorder_rows(self, index)
 
 
+def _append_in_place(cache, layer, k, v):
+    """The correct KVCache.append (shared by the mutants whose bugs are in __init__ or reorder)."""
+    end = cache.length + k.shape[2]
+    if end > cache.max_len:
+        raise ValueError(f"KV cache overflow: {cache.length} + {k.shape[2]} > max_len={cache.max_len}")
+    cache.keys[layer][:, :, cache.length:end] = k
+    cache.values[layer][:, :, cache.length:end] = v
+    return cache.keys[layer][:, :, :end], cache.values[layer][:, :, :end]
+
+
+@mutant("KVCache", "buffers created with torch.zeros and no dtype=: the dtype asked for is ignored (always float32)",
+        fails=("test_kv_cache",))
+class ignores_dtype:
+    def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
+        _preallocate(self, n_layers, batch_size, n_heads, d_head, max_len, torch.float32, device)
+
+    def append(self, layer, k, v):
+        return _append_in_place(self, layer, k, v)
+
+    def advance(self, n):
+        if self.length + n > self.max_len:
+            raise ValueError(f"KV cache overflow: {self.length} + {n} > max_len={self.max_len}")
+        self.length += n
+
+    def reorder(self, index):
+        _reorder_rows(self, index)
+
+
+@mutant("KVCache", "reorder builds new buffers with torch.zeros and no dtype=: a float64 or bfloat16 cache becomes "
+                   "float32", fails=("test_kv_cache_reorder",))
+class reorder_loses_dtype:
+    def __init__(self, n_layers, batch_size, n_heads, d_head, max_len, dtype=torch.float32, device=None):
+        _preallocate(self, n_layers, batch_size, n_heads, d_head, max_len, dtype, device)
+
+    def append(self, layer, k, v):
+        return _append_in_place(self, layer, k, v)
+
+    def advance(self, n):
+        if self.length + n > self.max_len:
+            raise ValueError(f"KV cache overflow: {self.length} + {n} > max_len={self.max_len}")
+        self.length += n
+
+    def reorder(self, index):
+        for rows in (self.keys, self.values):
+            for layer, old in enumerate(rows):
+                new = torch.zeros(index.shape[0], *old.shape[1:], device=old.device)
+                new[:] = old.index_select(0, index)
+                rows[layer] = new
+
+
 @mutant("KVCache", "always writes the new keys at position 0 (forgets the offset length)",
         fails=("test_kv_cache", "test_cached_logits_match"))
 class writes_at_start:

@@ -49,7 +49,8 @@ def accumulator_not_rescaled(q, k, v, causal=False, block_size=64):
 
 
 @mutant("flash_attention", "forgets to rescale the running normaliser when the max grows",
-        fails=("test_flash_attention", "test_flash_attention_causal", "test_flash_attention_memory"))
+        fails=("test_flash_attention", "test_flash_attention_causal", "test_flash_attention_memory",
+               "test_float64_precision"))
 def normaliser_not_rescaled(q, k, v, causal=False, block_size=64):
     return _flash_tiles(q, k, v, causal, block_size, rescale_sum=False)
 
@@ -159,7 +160,7 @@ def dense_causal_mask(q, k, v, causal=False, block_size=64):
 
 
 @mutant("flash_attention", "casts to float32: float64 inputs lose their dtype",
-        fails=("test_flash_attention", "test_flash_attention_causal"))
+        fails=("test_float64_precision",))
 def flash_forces_float32(q, k, v, causal=False, block_size=64):
     return _flash_tiles(q.float(), k.float(), v.float(), causal, block_size)
 
@@ -301,7 +302,7 @@ def always_causal(q, k, v, causal=True, eps=1e-6):
 
 
 @mutant("linear_attention_step", "state not carried: every step starts again from zeros",
-        fails=("test_linear_attention_step",))
+        fails=("test_linear_attention_step", "test_float64_precision"))
 def state_not_carried(q_t, k_t, v_t, state=None):
     phi_q, phi_k = elu_feature_map(q_t), elu_feature_map(k_t)
     S = phi_k[..., :, None] * v_t[..., None, :]
@@ -332,7 +333,7 @@ def state_is_a_cache(q_t, k_t, v_t, state=None):
 
 
 @mutant("linear_attention_step", "a state created with torch.zeros and no dtype: float64 becomes float32",
-        fails=("test_linear_attention_step",))
+        fails=("test_float64_precision",))
 def step_state_float32(q_t, k_t, v_t, state=None):
     phi_q, phi_k = elu_feature_map(q_t), elu_feature_map(k_t)
     if state is None:
@@ -407,6 +408,21 @@ def gqa_materialises_repeats(q, k, v, mask=None):
     return _gqa_repeated(q, k, v, mask, lambda x: torch.repeat_interleave(x, n_rep, dim=1))
 
 
+@mutant("grouped_query_attention", "a query whose keys are all blocked gets NaN: softmax over a row of -inf, "
+                                   "no zeroing", fails=("test_grouped_query_attention",))
+def gqa_blocked_rows_nan(q, k, v, mask=None):
+    batch, heads, len_q, d = q.shape
+    kv_heads, len_k = k.shape[1], k.shape[2]
+    if heads % kv_heads:
+        raise ValueError("H is not a multiple of H_kv")
+    n_rep = heads // kv_heads
+    scores = q.reshape(batch, kv_heads, n_rep * len_q, d) @ k.transpose(-2, -1) / math.sqrt(d)
+    if mask is not None:
+        keep = torch.broadcast_to(mask, (batch, heads, len_q, len_k)).reshape(batch, kv_heads, n_rep * len_q, len_k)
+        scores = scores.masked_fill(~keep, float("-inf"))
+    return (torch.softmax(scores, dim=-1) @ v).reshape(batch, heads, len_q, v.shape[-1])
+
+
 @mutant("grouped_query_attention", "a per-head (B, H, Lq, Lk) mask applied per key/value head (first of each group)",
         fails=("test_grouped_query_attention",))
 def gqa_mask_per_kv_head(q, k, v, mask=None):
@@ -421,3 +437,74 @@ def gqa_mask_per_kv_head(q, k, v, mask=None):
         scores = scores.masked_fill(~full[:, :, None], float("-inf"))
     weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
     return torch.einsum("bgrqk,bgkd->bgrqd", weights, v).reshape(batch, heads, len_q, v.shape[-1])
+
+
+# --- precision: float64 computed or returned in float32 (test_float64_precision alone) -------------
+
+
+@mutant("flash_attention", "the running max, sum and accumulator created with torch.full / torch.zeros and no "
+                           "dtype: float64 inputs are accumulated in float32", fails=("test_float64_precision",))
+def flash_float32_accumulators(q, k, v, causal=False, block_size=64):
+    len_q, len_k = q.shape[-2], k.shape[-2]
+    shift, scale = len_k - len_q, 1.0 / math.sqrt(q.shape[-1])
+    out = q.new_empty(*q.shape[:-1], v.shape[-1])
+    for q0 in range(0, len_q, block_size):
+        q1 = min(q0 + block_size, len_q)
+        q_tile = q[..., q0:q1, :] * scale
+        row_max = torch.full((*q.shape[:-2], q1 - q0, 1), float("-inf"), device=q.device)
+        row_sum = torch.zeros((*q.shape[:-2], q1 - q0, 1), device=q.device)
+        acc = torch.zeros((*q.shape[:-2], q1 - q0, v.shape[-1]), device=q.device)
+        rows = torch.arange(q0, q1, device=q.device)[:, None] + shift
+        for k0 in range(0, min(len_k, q1 + shift) if causal else len_k, block_size):
+            k1 = min(k0 + block_size, len_k)
+            scores = (q_tile @ k[..., k0:k1, :].transpose(-2, -1)).float()
+            if causal:
+                scores = scores.masked_fill(torch.arange(k0, k1, device=q.device) > rows, float("-inf"))
+            new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))
+            safe_max = new_max.masked_fill(new_max == float("-inf"), 0.0)
+            p = torch.exp(scores - safe_max)
+            correction = torch.exp(row_max - safe_max)
+            row_sum = correction * row_sum + p.sum(dim=-1, keepdim=True)
+            acc = correction * acc + p @ v[..., k0:k1, :].float()
+            row_max = new_max
+        out[..., q0:q1, :] = acc / row_sum.masked_fill(row_sum == 0, 1.0)
+    return out
+
+
+@mutant("sliding_window_attention", "the output buffer created with torch.empty and no dtype: float64 results are "
+                                    "written into float32", fails=("test_float64_precision",))
+def sliding_float32_output(q, k, v, window, n_global=0):
+    out = torch.empty(*q.shape[:-1], v.shape[-1], device=q.device)
+    out[...] = _chunked_window(q, k, v, window, n_global)
+    return out
+
+
+@mutant("elu_feature_map", "F.elu(x.float()) + 1: float64 inputs come back float32", fails=("test_float64_precision",))
+def elu_in_float32(x):
+    return F.elu(x.float()) + 1
+
+
+@mutant("linear_attention", "the features computed in float32 (elu(x.float()) + 1) and cast back: e^x below 3e-8 "
+                            "rounds to 0", fails=("test_float64_precision",))
+def linear_float32_features(q, k, v, causal=True, eps=1e-6):
+    phi_q, phi_k = (F.elu(q.float()) + 1).to(q.dtype), (F.elu(k.float()) + 1).to(k.dtype)
+    if not causal:
+        return (phi_q @ (phi_k.transpose(-2, -1) @ v)) / (phi_q @ phi_k.sum(-2)[..., None] + eps)
+    similarity = torch.tril(phi_q @ phi_k.transpose(-2, -1))
+    return (similarity @ v) / (similarity.sum(-1, keepdim=True) + eps)
+
+
+@mutant("grouped_query_attention", "softmax(..., dtype=torch.float32) without casting back: float64 inputs return "
+                                   "float32", fails=("test_float64_precision",))
+def gqa_float32_softmax(q, k, v, mask=None):
+    batch, heads, len_q, d = q.shape
+    kv_heads, len_k = k.shape[1], k.shape[2]
+    if heads % kv_heads:
+        raise ValueError("H is not a multiple of H_kv")
+    n_rep = heads // kv_heads
+    scores = q.reshape(batch, kv_heads, n_rep * len_q, d) @ k.transpose(-2, -1) / math.sqrt(d)
+    if mask is not None:
+        keep = torch.broadcast_to(mask, (batch, heads, len_q, len_k)).reshape(batch, kv_heads, n_rep * len_q, len_k)
+        scores = scores.masked_fill(~keep, float("-inf"))
+    weights = torch.softmax(scores, dim=-1, dtype=torch.float32).nan_to_num(0.0)
+    return (weights @ v.float()).reshape(batch, heads, len_q, v.shape[-1])

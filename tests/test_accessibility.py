@@ -22,7 +22,7 @@ from grader.report import build_report, save_outcomes
 from grader.similarity import check_similarity
 from grader.submission import Options, Submission
 from support.accessibility import Checker, contrast, describe
-from support.grading import A1, grade_without_kernel
+from support.grading import A1, execute_in_process, grade_without_kernel
 from support.pages import WRITTEN_ANSWER
 from support.similarity import write_graded
 
@@ -77,8 +77,36 @@ def test_links_are_underlined():
 STANDALONE = """<!doctype html><html lang="en"><meta charset="utf-8"><title>the course</title>
 <body><main>{}</main></body></html>"""
 
-def _grade(course, tmp, assignment_id, notebooks):
-    """`notebooks` ({student: notebook}) graded without kernels, their outcomes saved."""
+def _figure_png():
+    """A small matplotlib figure as PNG (base64), what a plotting cell's output holds."""
+    import base64
+    import io
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    figure, axis = plt.subplots(figsize=(2, 1.5))
+    axis.plot([0, 1, 2], [2.5, 1.0, 0.5], "o-")
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    plt.close(figure)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _execute_drawing_plots(submission, batch):
+    """The execute stage as a kernel that draws the plots would leave it (grading without kernels keeps no
+    outputs): execute_in_process, then every cell that calls plt.show() with a figure as its output."""
+    submission = execute_in_process(submission, batch)
+    png = _figure_png()
+    for cell in submission.execution.notebook.cells:
+        if cell.cell_type == "code" and "plt.show()" in cell.source:
+            cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"})]
+    return submission
+
+
+def _grade(course, tmp, assignment_id, notebooks, drawn=()):
+    """`notebooks` ({student: notebook}) graded without kernels, their outcomes saved; the students named
+    in `drawn` with their plots drawn (_execute_drawing_plots)."""
     batch = pipeline.Batch(course, assignment_id, Options(sandboxed=False, progress=False))
     with batch:
         batch.prepare()
@@ -86,14 +114,19 @@ def _grade(course, tmp, assignment_id, notebooks):
         for student, nb in notebooks.items():
             path = tmp / f"{assignment_id}-{student}.ipynb"
             nbformat.write(nb, str(path))
-            submission = grade_without_kernel(Submission(student, path, login=student, preset="folder"), batch)
+            submission = Submission(student, path, login=student, preset="folder")
+            if student in drawn:
+                stages = [_execute_drawing_plots if stage.__name__ == "execute" else stage for stage in pipeline.GRADE]
+                submission = pipeline.grade(submission, batch, stages=stages)
+            else:
+                submission = grade_without_kernel(submission, batch)
             graded.append(pipeline.record(submission, batch))
         save_outcomes(batch.course, assignment_id, graded)
 
 
 def write_pages(course, tmp):
-    """{kind: page}: the pages of two a1 students (one wrote an answer with a table and a link, one
-    left a bug) and of a lab's student who fixed one bug of its catalogue, both class reports, and the
+    """{kind: page}: the pages of two a1 students (one wrote an answer with a table and a link and had her
+    plots drawn, one left a bug) and of a lab's student who fixed one bug of its catalogue, both class reports, and the
     similarity report of a2 with a disguised copy."""
     graded = course.with_grading_dir(tmp / "course")
     answered = samples.perfect_submission(graded, A1)
@@ -101,8 +134,9 @@ def write_pages(course, tmp):
         if cells.grade_id(cell) == "written_permutation":
             cell.source = WRITTEN_ANSWER
     buggy = samples.buggy_submission(graded, A1, load_catalogue(graded, A1)[0].name)[0]
-    _grade(graded, tmp, A1, {"ada": answered, "bob": buggy})
+    _grade(graded, tmp, A1, {"ada": answered, "bob": buggy}, drawn={"ada"})
     [ada, bob] = generate_feedback(graded, A1)
+    assert ada.read_text().count("data:image/png") >= 2, "ada's page shows the figures of a1's plotting cells"
     bugs = [bug.name for bug in lab_bugs(graded, LAB)]
     _grade(graded, tmp, LAB, {"cy": samples.lab_submission(graded, LAB, bugs[1:])})
     [lab] = generate_feedback(graded, LAB)
@@ -147,3 +181,19 @@ def test_the_page_has_no_wcag_violation(kind, pages, checker):
     violations = checker.violations(pages[kind])
     assert not violations, (f"{kind} ({pages[kind].name}): {sum(len(v['nodes']) for v in violations)} elements "
                             f"fail WCAG 2.1 A/AA\n{describe(violations)}")
+
+
+@pytest.mark.browser
+def test_the_figures_on_a_feedback_page_are_described(pages):
+    """axe's image-alt passes any alt, nbconvert's own placeholder for an image without one too ("No description
+    has been provided for this image"): each figure's alt must be the "Figure:" text that follows its cell."""
+    from html.parser import HTMLParser
+
+    images = []
+    parser = HTMLParser()
+    parser.handle_starttag = lambda tag, attrs: images.append(dict(attrs)) if tag == "img" else None
+    parser.feed(pages["feedback (answer)"].read_text())
+    figures = [image for image in images if image.get("src", "").startswith("data:image/png")]
+    assert len(figures) >= 2, f"a1's plotting cells drew {len(figures)} figures on the page"
+    for image in figures:
+        assert image.get("alt", "").startswith("Figure: "), f"a figure's alt is not its description: {image.get('alt')!r}"

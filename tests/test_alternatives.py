@@ -195,3 +195,35 @@ def test_a_catalogue_is_loaded_once_and_again_when_its_file_changes(tmp_path):
     path.write_text(entry.format(bug="quadruples", factor=4))
     edited = load_catalogue(course, "tiny")
     assert [m.bug for m in edited] == ["quadruples"] and "4 * x" in edited[0].source
+
+
+def test_an_alternative_loses_exactly_the_cells_it_declares(monkeypatch):
+    """`loses=` (a5's float32-inside styles and its float64 precision cell): the declared cell must be lost, and
+    nothing else; a declared cell kept, or another cell lost, fails the gate."""
+    import grader.gate as gate
+    from grader.mutants import Alternative
+    from grader.stages.judge import CellVerdict
+
+    failing = {"": (), "declared": ("test_precision",), "keeps_it": (), "loses_more": ("test_precision", "test_values")}
+
+    def fake_runs(course, assignment_id, source, jobs, device, desc, progress):
+        return [[(replacements, [])] * len(seeds) for replacements, seeds in jobs]
+
+    def fake_judge(trace, replacements):           # the "records" of fake_runs: the replacement it ran
+        lost = failing[replacements[0][1] if replacements else ""]
+        return [CellVerdict(g, g not in lost) for g in ("test_values", "test_precision")]
+
+    monkeypatch.setattr(gate, "_runs", fake_runs)
+    monkeypatch.setattr(gate, "judge_notebook", fake_judge)
+    alternatives = [Alternative(name, ("f",), "float32 inside", name, loses=("test_precision",))
+                    for name in ("declared", "keeps_it", "loses_more")]
+    report = gate.AssignmentReport("a5")
+    result = gate._check_alternatives(None, "a5", None, None, {"test_values": 3, "test_precision": 2}, None, False,
+                                      report, alternatives=alternatives, minimum=1)
+    assert not result.ok
+    assert "declared loses" not in result.detail
+    assert "keeps_it loses 0 points" in result.detail and "not lost, though loses= declares it" in result.detail
+    assert "loses_more loses 3 points" in result.detail
+    assert [(name, lost) for name, _, lost, _ in report.alternatives] == [
+        ("(reference solution)", 0), ("declared", 0), ("keeps_it", 0), ("loses_more", 3)]
+    assert report.alternatives[1][1].endswith("[loses test_precision by design]")

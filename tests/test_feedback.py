@@ -159,6 +159,62 @@ def test_outputs_are_made_inert():
     html, js, svg = inert_outputs(nb).cells[0].outputs
     assert html.data["text/html"] == '<b>ok</b><img src="x">'
     assert js.data == {"text/plain": "(an output of type application/javascript is not shown here)"}
-    assert svg.data["text/html"].startswith('<img alt="figure" src="data:image/svg+xml;base64,')
+    assert svg.data["text/html"].startswith('<img alt="A figure drawn by the code cell above; the notebook gives no '
+                                            'text description of it." src="data:image/svg+xml;base64,')
     assert "image/svg+xml" not in svg.data
     assert cell.outputs[1].data == {"application/javascript": "alert(1)"}, "the notebook itself is not changed"
+
+
+def _rendered_images(nb):
+    """The attributes of every <img> on `nb`'s feedback page, rendered as GenerateFeedback renders it
+    (nbgrader's feedback template, FeedbackExporter)."""
+    from html.parser import HTMLParser
+    from pathlib import Path
+
+    import nbgrader
+    from traitlets.config import Config
+
+    from grader.feedback_html import FeedbackExporter
+    formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+    config = Config()
+    config.HTMLExporter.template_name = "feedback"
+    config.HTMLExporter.extra_template_basedirs = [str(formgrader / "templates")]
+    config.HTMLExporter.extra_template_paths = [str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")]
+    page, _ = FeedbackExporter(config=config).from_notebook_node(
+        nb, resources={"nbgrader": {"notebook": "a1", "score": 1.0, "max_score": 2.0, "late_penalty": 0}})
+    images = []
+    parser = HTMLParser()
+    parser.handle_starttag = lambda tag, attrs: images.append(dict(attrs)) if tag == "img" else None
+    parser.feed(page)
+    return images
+
+
+def test_a_figure_gets_the_text_of_its_figure_cell_as_alt():
+    import base64
+
+    import nbformat
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n not really an image").decode()
+    nb = nbformat.v4.new_notebook()
+    described, bare = (nbformat.v4.new_code_cell("plt.plot(x); plt.show()") for _ in range(2))
+    for cell in (described, bare):
+        cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"})]
+    nb.cells = [described,
+                nbformat.v4.new_markdown_cell('Figure: the loss against the `step`, falling from $2.5$ to "0.5".'),
+                bare, nbformat.v4.new_markdown_cell("## What the loss shows")]
+    images = _rendered_images(nb)
+    assert len(images) == 2, images
+    assert images[0].get("alt") == 'Figure: the loss against the step, falling from 2.5 to "0.5".', images[0]
+    assert images[1].get("alt") == "A figure drawn by the code cell above; the notebook gives no text description of it."
+    assert "alt" not in described.outputs[0].metadata.get("image/png", {}), "the notebook itself is not changed"
+
+
+def test_an_alt_the_output_carries_is_kept():
+    import nbformat
+
+    from grader.feedback_html import inert_outputs
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("display(Image(...))")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="},
+                                           metadata={"image/png": {"alt": "the student's own words"}})]
+    nb.cells = [cell, nbformat.v4.new_markdown_cell("Figure: what the course says.")]
+    assert inert_outputs(nb).cells[0].outputs[0].metadata["image/png"]["alt"] == "the student's own words"

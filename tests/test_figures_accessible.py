@@ -17,16 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb")) + sorted((REPO / "solutions").glob("*/*.ipynb"))
 
 # pending: their figures have no "Figure:" text alternative yet (remove a notebook once it has them)
-NOT_YET_DESCRIBED = {
-    "lectures/08_kv_cache_decoding.ipynb",
-    "solutions/a1_self_attention/a1_self_attention.ipynb",
-    "solutions/a2_multihead_masking/a2_multihead_masking.ipynb",
-    "solutions/a3_flops_io/a3_flops_io.ipynb",
-    "solutions/a4_kv_cache/a4_kv_cache.ipynb",
-    "solutions/a5_attention_at_scale/a5_attention_at_scale.ipynb",
-    "solutions/a6_real_models/a6_real_models.ipynb",
-    "solutions/a7_flash_attention_triton/a7_flash_attention_triton.ipynb",
-}
+NOT_YET_DESCRIBED = set()
 
 FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 HEADING = re.compile(r"^\s{0,3}(#{1,6})(\s|$)")

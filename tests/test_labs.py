@@ -241,6 +241,19 @@ def test_a_lab_of_unknown_or_twin_bugs_or_without_fix_regions_is_refused_with_th
         lab_bugs(course, "a1_self_attention")
 
 
+def test_a_lab_copies_every_test_cell_but_those_it_leaves_out_with_a_reason(course):
+    """debug_a5 leaves out a5's float64 precision cell, which all four of its bugs fail: the lab says why,
+    and the copy is missing only while the reason is there."""
+    source = cells.read(course.source_notebook("debug_a5"))
+    spec = source.metadata["course"]["lab"]
+    assert "test_float64_precision" in spec["leaves_out"] and not lab_problems(course, "debug_a5", source)
+    without_reason = dict(spec, leaves_out={"test_float64_precision": " "})
+    source.metadata["course"]["lab"] = without_reason
+    assert any("without saying why" in p for p in lab_problems(course, "debug_a5", source))
+    source.metadata["course"]["lab"] = dict(spec, leaves_out={})
+    assert "it has no copy of the assignment's cell test_float64_precision" in lab_problems(course, "debug_a5", source)
+
+
 def test_the_class_report_counts_who_repaired_each_bug(course):
     lab = LAB_IDS[0]
     bugs = lab_bugs(course, lab)

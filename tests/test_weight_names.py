@@ -188,3 +188,70 @@ def test_a_module_that_answers_every_name_does_not_send_the_search_in_circles():
 
     paths = helpers["task_parameters"](Everything())     # only the task's own nesting is followed
     assert "q_proj.weight" in paths and all(len(path.split(".")) <= 5 for path in paths)
+
+
+def _with_buffers(module, names=("bias", "weight", "mask")):
+    """Register a causal-mask-like buffer under each name on `module` (nanoGPT's and GPT-2's `bias`)."""
+    for name in names:
+        module.register_buffer(name, torch.tril(torch.ones(6, 6)).view(1, 1, 6, 6))
+    return module
+
+
+def test_buffers_named_like_weights_are_never_seeded_or_loaded(a2):
+    """nanoGPT and GPT-2 keep the causal mask in a buffer named `bias`: a test that wrote random numbers into
+    it would block every key (nanoGPT compares it with 0) or let later tokens see the future (GPT-2's bool
+    buffer becomes all True). Buffers named bias, weight or mask on the model, on every block and on every
+    attention layer are left as the module made them, by randomize_parameters_ and by a2's hidden loader,
+    and the task's parameters get the same values as without them."""
+    model_class = a2["DecoderOnlyLM"]
+    plain = a2["randomize_parameters_"](model_class(11, 8, 2, 2, 16, 6), seed=33)
+    buffered = model_class(11, 8, 2, 2, 16, 6)
+    for module in [buffered, *buffered.blocks, *(block.attn for block in buffered.blocks)]:
+        _with_buffers(module)
+    masks = {name: buffer.clone() for name, buffer in buffered.named_buffers()}
+    assert len(masks) == 3 * 5
+    paths = a2["task_parameters"](buffered)
+    assert sorted(paths) == sorted(name for name, _ in buffered.named_parameters())
+    a2["randomize_parameters_"](buffered, seed=33)
+    assert all(torch.equal(buffer, masks[name]) for name, buffer in buffered.named_buffers())
+    assert all(torch.equal(p, plain.get_parameter(name)) for name, p in buffered.named_parameters())
+    values = a2["_values"](a2["_lm_shapes"](11, 8, 2, 16, 6), seed=180)
+    a2["_load_"](buffered, values)
+    assert all(torch.equal(buffer, masks[name]) for name, buffer in buffered.named_buffers())
+
+
+def test_a_bias_buffer_on_the_model_keeps_the_language_model_causal(a2):
+    """The regression itself: nanoGPT's float mask `bias` on the model, used as `bias[:, :, :L, :L] == 1`,
+    gives the reference's logits after randomize_parameters_ (it gave every query zero weights)."""
+    model_class = a2["DecoderOnlyLM"]
+
+    class NanoGPTMask(model_class):
+        def __init__(self, *args):
+            super().__init__(*args)
+            self.register_buffer("bias", torch.tril(torch.ones(self.max_len, self.max_len)).view(
+                1, 1, self.max_len, self.max_len))
+
+        def forward(self, ids):
+            length = ids.shape[1]
+            x = self.tok_emb(ids) + self.pos_emb(torch.arange(length))
+            for block in self.blocks:
+                x = block(x, self.bias[:, :, :length, :length] == 1)
+            return self.lm_head(self.norm_f(x))
+
+    reference = a2["randomize_parameters_"](model_class(10, 8, 2, 2, 16, 8), seed=33)
+    nanogpt = a2["randomize_parameters_"](NanoGPTMask(10, 8, 2, 2, 16, 8), seed=33)
+    ids = torch.randint(0, 10, (2, 7), generator=torch.Generator().manual_seed(34))
+    with torch.no_grad():
+        assert torch.allclose(nanogpt(ids), reference(ids), atol=1e-6)
+
+
+def test_only_the_named_layers_weights_count_not_a_container_s_own():
+    """A `weight` or `bias` parameter on the model, a block or an attention layer itself is no weight the task
+    names (the task names q_proj.weight, norm1.bias, ...): left as initialised, like any extra parameter."""
+    helpers = {}
+    exec(compile(checks_source(), "<checks>", "exec"), helpers)
+    module = D2LSelfAttention(4, 4)
+    module.weight = nn.Parameter(torch.ones(3))
+    paths = helpers["task_parameters"](module)
+    assert sorted(paths) == ["k_proj.weight", "q_proj.weight", "v_proj.weight"]
+    assert torch.equal(helpers["randomize_parameters_"](module, seed=1).weight, torch.ones(3))

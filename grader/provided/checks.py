@@ -43,19 +43,31 @@ def _attribute(owner, name):
 
 
 def task_parameters(module):
-    """{task path: tensor} for every `weight` and `bias` reachable from `module` through the names the
-    course's tasks fix (`q_proj.weight`, `blocks.0.attn.o_proj.bias`, ...), found by attribute access,
-    exactly as a test writes `layer.q_proj.weight`: however the class registers its layers (`W_q` with
-    a `q_proj` property, an alias, rows of a fused projection), the task's names decide. `module` may
-    be any of the task's classes (a layer, a block, a model); weights it holds under other names only
-    are not in it."""
+    """{task path: tensor} for every `weight` and `bias` parameter of the layers the course's tasks name,
+    reachable from `module` through those names (`q_proj.weight`, `blocks.0.attn.o_proj.bias`, ...), found
+    by attribute access, exactly as a test writes `layer.q_proj.weight`: however the class registers its
+    layers (`W_q` with a `q_proj` property, an alias, rows of a fused projection), the task's names decide.
+    `module` may be any of the task's classes that hold named layers (a layer with projections, a block, a
+    model). Only parameters count, and only on the named layers themselves: a buffer (nanoGPT's and GPT-2's
+    causal mask `bias`, a `weight` or `mask` buffer), on the model, a block or anywhere else, is never in it,
+    nor are weights the module holds under other names only."""
     found = {}
+    try:   # the storages of the module's parameters: a fused projection's rows are views into one of them
+        storages = {p.untyped_storage().data_ptr() for p in module.parameters()}
+    except Exception:  # noqa: BLE001 - not an nn.Module: only nn.Parameter objects count
+        storages = set()
+
+    def is_parameter(value):
+        return isinstance(value, torch.nn.Parameter) or (
+            isinstance(value, torch.Tensor) and value.numel() > 0 and value.untyped_storage().data_ptr() in storages)
 
     def visit(owner, prefix, names):
-        for name in ("weight", "bias"):
-            value = _attribute(owner, name)
-            if isinstance(value, torch.Tensor):
-                found[prefix + name] = value
+        if not names:   # a layer the task names (q_proj, norm1, lm_head, ...): its own weight and bias
+            for name in ("weight", "bias"):
+                value = _attribute(owner, name)
+                if is_parameter(value):
+                    found[prefix + name] = value
+            return
         for name in names:
             child = _attribute(owner, name)
             if child is None or isinstance(child, (torch.Tensor, str, int, float, bool)):
@@ -75,7 +87,8 @@ def task_parameters(module):
 
 
 def randomize_parameters_(module, seed, scale=0.5):
-    """Fill the weights of `module` that the task names (see task_parameters), each from `seed` and
+    """Fill the weight and bias parameters of the layers of `module` that the task names (see
+    task_parameters; never a buffer such as a causal mask registered as `bias`), each from `seed` and
     its task path, e.g. `blocks.0.attn.q_proj.weight`: a test knows the weights whatever the class
     registers them under and whatever order it creates them in. Use it only where the task fixes
     every name (e.g. `q_proj`, `blocks`, `lm_head`). Parameters outside those names (a student's

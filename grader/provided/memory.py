@@ -36,8 +36,3 @@ def largest_new_tensor(function, *args, **kwargs):
     with _RecordSizes():
         result = function(*args, **kwargs)
     return result, largest[0]
-
-
-def at_most(elements, limit):
-    """What the memory tests compare: "at most <limit> elements" when `elements` fits, else the count."""
-    return f"at most {limit} elements" if elements <= limit else f"{elements} elements"
