@@ -42,14 +42,17 @@ $(TEST_STAMP): $(STAMP) requirements-test.txt
 demo: install          ## release, autograde the sample submissions, feedback HTML, grades CSV
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m grader demo
 
-# two pytest workers (pytest-xdist), a test file per worker at a time (--dist loadfile: a notebook's
-# nbval cells share one kernel): the suite runs mostly on one core, so this halves its time on 2 cores
+# two pytest workers (pytest-xdist). --dist loadgroup: tests/conftest.py puts each test file in one group
+# (a notebook's nbval cells share one kernel; a module's fixtures are made once) and each part of a
+# quality gate in its own, so the gates spread over both workers; --no-loadscope-reorder keeps the order
+# conftest gives the groups (the longest kinds first), instead of sorting them by how many tests they hold
 PYTEST_WORKERS ?= 2
+PYTEST_DIST := -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 test: install $(TEST_STAMP)  ## the whole suite, as CI runs it
-	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q $(PYTEST_DIST)
 
 test-fast: install $(TEST_STAMP)  ## everything but the slow tests (kernels, notebooks, quality gates, browser, hub, ...)
-	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not slow"
+	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q $(PYTEST_DIST) -m "not slow"
 
 lint: install $(TEST_STAMP)  ## ruff, as the suite runs it (tests/test_lint.py)
 	$(BIN)/ruff check .

@@ -14,11 +14,19 @@
   (f) no mutant regains a point by forging its own answers without knowing the expected values
       (every yes/no answer yes, every exception and error gone: `forged`).
 With `device="cuda"`, (a), (d) and (e) run with tensors created on that device by default.
+
+The runs of (d) and (e) are independent: on the CPU they run in worker processes forked from this one
+(which has imported torch and run the solution), one per usable CPU (grader/cpus.py). A gate can also
+run in parts (`gate_parts`, `check_assignment(..., part=...)`), which together check exactly what the
+whole gate checks: the test suite spreads one assignment's gate over its workers that way.
 """
 import io
+import math
 import multiprocessing
+import os
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +48,7 @@ MIN_MUTANTS = 12
 MIN_ALTERNATIVES = 4
 RNG_SEEDS = (11, 23, 37, 51, 77)   # five random-number-generator perturbations (see run_in_process)
 JOB_TIMEOUT = 120                  # seconds for one isolated job (a candidate's runs) on a GPU
+RUNS_PER_PART = 10                 # notebook runs in one part of a gate (gate_parts): a7's take a minute
 
 
 @dataclass
@@ -62,7 +71,45 @@ class AssignmentReport:
         return all(r.ok for r in self.results)
 
 
-def check_assignment(course, assignment_id, run_release=True, progress=True, device=None):
+@dataclass(frozen=True)
+class Part:
+    """A share of an assignment's gate: "solution" is (a), (b) and (c); "mutants" i of n is (d) and (f)
+    for the i-th of n consecutive slices of the catalogue; "alternatives" i of n is (e) for the i-th
+    slice of the candidates (the solution first, then each alternative, each under every RNG seed);
+    "all" is the whole gate (a debugging lab's is never split)."""
+    kind: str
+    index: int = 0
+    count: int = 1
+
+    def share(self, items):
+        items = list(items)
+        return items[len(items) * self.index // self.count:len(items) * (self.index + 1) // self.count]
+
+    def __str__(self):
+        return self.kind if self.count == 1 else f"{self.kind}-{self.index + 1}of{self.count}"
+
+
+def gate_parts(course, assignment_id, runs_per_part=RUNS_PER_PART):
+    """The parts that together make the gate of `assignment_id`, each about `runs_per_part` notebook
+    runs (a candidate's runs under its RNG seeds stay in one part). Cheap: the catalogues are counted
+    by their decorators, not loaded; a miscount changes the parts' sizes, never what they cover (each
+    part takes its share of the catalogue as loaded)."""
+    if labs.is_lab(course, assignment_id):
+        return [Part("all")]
+
+    def entries(path, decorator):
+        text = path.read_text() if path.exists() else ""
+        return sum(line.startswith(f"@{decorator}(") for line in text.splitlines())
+    mutants = entries(course.mutants_dir / f"{assignment_id}.py", "mutant")
+    candidates = 1 + entries(course.alternatives_dir / f"{assignment_id}.py", "alternative")
+    per_part = max(1, runs_per_part // len(RNG_SEEDS))
+    return ([Part("solution")]
+            + [Part("mutants", i, n) for n in [max(1, math.ceil(mutants / runs_per_part))] for i in range(n)]
+            + [Part("alternatives", i, n) for n in [max(1, math.ceil(candidates / per_part))] for i in range(n)])
+
+
+def check_assignment(course, assignment_id, run_release=True, progress=True, device=None, part=None):
+    """The gate of one assignment (or lab); with `part` (one of `gate_parts`), only that share of it."""
     if labs.is_lab(course, assignment_id):
         return check_lab(course, assignment_id, run_release, progress, device)
     started = time.time()
@@ -70,17 +117,20 @@ def check_assignment(course, assignment_id, run_release=True, progress=True, dev
     source = cells.read(course.source_notebook(assignment_id))
     points = cells.test_points(source)
     full = sum(points.values())
+    kind = part.kind if part is not None else "all"
 
     trace = solution_trace(course, assignment_id, device)
-    report.results.append(_check_solution(trace, source, full, "(a) solution scores full marks", device))
-
-    if run_release and device is None:
-        report.results.append(_check_release_scores_zero(course, assignment_id, full))
-    if device is None:   # (b) and (c) do not depend on the device: CI proves them on the CPU
-        report.results.append(_check_up_to_date(course, assignment_id, source))
-    _check_mutants(course, assignment_id, source, trace, points, device, progress, report)
-    report.results.append(_check_alternatives(course, assignment_id, source, trace, points, device, progress,
-                                              report))
+    if kind in ("all", "solution"):
+        report.results.append(_check_solution(trace, source, full, "(a) solution scores full marks", device))
+        if run_release and device is None:
+            report.results.append(_check_release_scores_zero(course, assignment_id, full))
+        if device is None:   # (b) and (c) do not depend on the device: CI proves them on the CPU
+            report.results.append(_check_up_to_date(course, assignment_id, source))
+    if kind in ("all", "mutants"):
+        _check_mutants(course, assignment_id, source, trace, points, device, progress, report, share=part)
+    if kind in ("all", "alternatives"):
+        report.results.append(_check_alternatives(course, assignment_id, source, trace, points, device, progress,
+                                                  report, share=part))
     report.seconds = time.time() - started
     return report
 
@@ -111,15 +161,34 @@ def _check_up_to_date(course, assignment_id, source):
 
 def _runs(course, assignment_id, source, jobs, device, desc, progress):
     """Run each job, (replacements, RNG seeds), once per seed (once without a seed when there are
-    none); yields [(records, errors), ...] per job, in order. On the CPU the jobs run here, one after
-    another. On a GPU each job runs in a fresh process: a wrong implementation can trip a
-    device-side assert (an index out of range, say), after which the process's CUDA context fails
-    every later call, so it must not be shared with the next candidate."""
+    none); yields [(records, errors), ...] per job, in order. On the CPU the jobs run in worker
+    processes forked from this one, one per usable CPU (`cpu_workers`), each with one thread (here,
+    one after another, where one CPU is all there is or this process holds a CUDA context). On a GPU
+    each job runs in a fresh process: a wrong implementation can trip a device-side assert (an index
+    out of range, say), after which the process's CUDA context fails every later call, so it must not
+    be shared with the next candidate."""
     bar = tqdm(total=len(jobs), desc=desc, unit="run", disable=not progress)
-    if device is None:
+    # a CUDA context does not survive a fork (a notebook may have made one, on a machine with a GPU)
+    workers = min(cpu_workers(), len(jobs)) if device is None and not torch.cuda.is_initialized() else 1
+    if device is None and workers <= 1:
         for replacements, seeds in jobs:
             yield [run_in_process(source, replacements, rng_seed=seed, device=device) for seed in seeds or (None,)]
             bar.update()
+    elif device is None:
+        # the workers are forked here, at the first submit, all at once (the fork context never starts
+        # one later): they inherit the jobs, and nothing of a job is pickled on the way there
+        global _FORKED_JOBS
+        _FORKED_JOBS = (source, jobs)
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_one_thread)
+        try:
+            pending = [pool.submit(_forked_runs, index) for index in range(len(jobs))]
+            _FORKED_JOBS = None
+            for future in pending:
+                yield torch.load(io.BytesIO(future.result()), weights_only=True)
+                bar.update()
+        finally:
+            _FORKED_JOBS = None
+            pool.shutdown(wait=False, cancel_futures=True)
     else:
         from .cpus import available_cpus
         workers = max(1, min(12, available_cpus() - 1))
@@ -137,6 +206,34 @@ def _runs(course, assignment_id, source, jobs, device, desc, progress):
         finally:
             pool.terminate()   # a stuck run's process too
     bar.close()
+
+
+def cpu_workers():
+    """How many processes run a gate's jobs on the CPU: GRADER_CHECK_WORKERS when set, else the CPUs
+    this process may use (grader/cpus.py)."""
+    from .cpus import available_cpus
+    return int(os.environ.get("GRADER_CHECK_WORKERS") or available_cpus())
+
+
+_FORKED_JOBS = None
+
+
+def _one_thread():
+    """A forked worker's start: one thread, so that the workers share the CPUs instead of
+    oversubscribing them."""
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
+
+
+def _forked_runs(index):
+    """Job `index` of _runs' jobs, in a worker forked while _FORKED_JOBS held them. The records go
+    back as torch.save bytes, as _isolated_runs' do."""
+    source, jobs = _FORKED_JOBS
+    replacements, seeds = jobs[index]
+    runs = [run_in_process(source, replacements, rng_seed=seed) for seed in seeds or (None,)]
+    buffer = io.BytesIO()
+    torch.save(runs, buffer)
+    return buffer.getvalue()
 
 
 def _isolated_runs(course, assignment_id, replacements, seeds, device):
@@ -164,12 +261,14 @@ def forged(records):
     return result
 
 
-def _check_mutants(course, assignment_id, source, trace, points, device, progress, report):
+def _check_mutants(course, assignment_id, source, trace, points, device, progress, report, share=None):
+    """(d) and (f), for the whole catalogue or the slice of it that `share` (a Part) chooses."""
     catalogue = load_catalogue(course, assignment_id)
+    chosen = share.share(catalogue) if share is not None else catalogue
     survivors, forgeries = [], []
-    jobs = [([(mutant.replaces, mutant.source)], ()) for mutant in catalogue]
-    for mutant, [(records, _)] in zip(catalogue, _runs(course, assignment_id, source, jobs, device,
-                                                         f"mutants {assignment_id}", progress)):
+    jobs = [([(mutant.replaces, mutant.source)], ()) for mutant in chosen]
+    for mutant, [(records, _)] in zip(chosen, _runs(course, assignment_id, source, jobs, device,
+                                                      f"mutants {assignment_id}", progress)):
         failed_cells = [v.grade_id for v in judge_notebook(trace, records) if not v.passed]
         lost = sum(points[g] for g in failed_cells)
         missed = [g for g in mutant.fails if g not in failed_cells]
@@ -182,8 +281,9 @@ def _check_mutants(course, assignment_id, source, trace, points, device, progres
         if regained:
             forgeries.append(f"{mutant.name} regains {', '.join(regained)}")
     enough = len(catalogue) >= MIN_MUTANTS
+    which = f"{len(catalogue)} mutants" + (f", these {len(chosen)}: {share}" if len(chosen) < len(catalogue) else "")
     report.results.append(CheckResult(
-        f"(d) every mutant loses points ({len(catalogue)} mutants)", not survivors and enough,
+        f"(d) every mutant loses points ({which})", not survivors and enough,
         "; ".join(survivors) if survivors else ("all caught" if enough else f"only {len(catalogue)} mutants, "
                                                  f"the catalogue needs at least {MIN_MUTANTS}")))
     report.results.append(CheckResult(
@@ -192,13 +292,15 @@ def _check_mutants(course, assignment_id, source, trace, points, device, progres
 
 
 def _check_alternatives(course, assignment_id, source, trace, points, device, progress, report,
-                        alternatives=None, minimum=MIN_ALTERNATIVES, seeds=RNG_SEEDS):
+                        alternatives=None, minimum=MIN_ALTERNATIVES, seeds=RNG_SEEDS, share=None):
     """(e): the solution and each alternative (by default the assignment's catalogue), under every RNG
-    perturbation, keep full marks."""
+    perturbation, keep full marks; only the candidates that `share` (a Part) chooses when it is given."""
     alternatives = load_alternatives(course, assignment_id) if alternatives is None else alternatives
     not_run = [a for a in alternatives if device is not None and a.cpu_only]
     candidates = [("(reference solution)", "the solution itself", [], ())] + [
         (a.name, a.how, [(a.replaces, a.source)], a.loses) for a in alternatives if a not in not_run]
+    everyone = len(candidates)
+    candidates = share.share(candidates) if share is not None else candidates
     losers = []
     jobs = [(replacements, seeds) for _, _, replacements, _ in candidates]
     outcomes = _runs(course, assignment_id, source, jobs, device, f"alternatives {assignment_id}", progress)
@@ -227,9 +329,10 @@ def _check_alternatives(course, assignment_id, source, trace, points, device, pr
     if not_run:
         detail += "; not run on " + str(device) + ": " + "; ".join(f"{a.name} ({a.cpu_only})" for a in not_run)
     ran = len(alternatives) - len(not_run)
+    which = f", these {len(candidates)}: {share}" if len(candidates) < everyone else ""
     return CheckResult(
         f"(e) correct alternatives keep full marks ({ran} alternatives + the solution, "
-        f"{len(seeds)} RNG seed{'s each' if len(seeds) > 1 else ''})", not losers and enough, detail)
+        f"{len(seeds)} RNG seed{'s each' if len(seeds) > 1 else ''}{which})", not losers and enough, detail)
 
 
 def _grade_release(course, assignment_id):

@@ -27,6 +27,8 @@ exactly those cells, and keep every other point.
 """
 import ast
 import contextlib
+import functools
+import hashlib
 import importlib.util
 import inspect
 import os
@@ -161,9 +163,17 @@ def _as_graded_runs_import_triton():
 
 
 def _entries(path, marker):
-    """(object name, marker value, source that rebinds the replaced names) for each marked entry."""
+    """(object name, marker value, source that rebinds the replaced names) for each marked entry.
+    Loaded once per content of the file in this process: the gate's parts, the demo's samples and the
+    labs each ask for the same catalogue many times, and loading one takes a second or two."""
     if not path.exists():
         return []
+    text = path.read_bytes()
+    return list(_loaded_entries(path, hashlib.sha256(text).hexdigest(), marker))
+
+
+@functools.lru_cache(maxsize=64)
+def _loaded_entries(path, digest, marker):
     spec = importlib.util.spec_from_file_location(f"{path.parent.name}_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # inspect finds a class's source through its module

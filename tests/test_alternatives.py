@@ -128,6 +128,75 @@ def test_a_cpu_only_alternative_is_not_run_on_a_gpu_and_the_gate_says_why(course
     assert len(jobs_seen) == len(alternatives) + 1 and "not run" not in on_cpu.detail
 
 
+def test_the_parts_of_a_gate_run_every_mutant_and_every_candidate_once(course, monkeypatch):
+    """The suite runs a gate in parts (tests/test_gate.py): together they run exactly the jobs of the
+    whole gate, each once."""
+    import grader.gate as gate
+    jobs_seen = []
+
+    def fake_runs(course, assignment_id, source, jobs, device, desc, progress):
+        jobs_seen.extend(repr(job) for job in jobs)
+        return [[({}, [])] * len(seeds or (None,)) for _, seeds in jobs]
+
+    monkeypatch.setattr(gate, "_runs", fake_runs)
+    monkeypatch.setattr(gate, "judge_notebook", lambda trace, records: [])
+
+    def jobs(parts, kinds=("mutants", "alternatives")):
+        jobs_seen.clear()
+        for part in parts:
+            if "mutants" in kinds:
+                gate._check_mutants(course, "a4_kv_cache", None, None, {}, None, False,
+                                    gate.AssignmentReport("a4"), share=part)
+            if "alternatives" in kinds:
+                gate._check_alternatives(course, "a4_kv_cache", None, None, {}, None, False,
+                                         gate.AssignmentReport("a4"), share=part)
+        return list(jobs_seen)
+
+    parts = gate.gate_parts(course, "a4_kv_cache", runs_per_part=7)
+    assert [str(p) for p in parts][:3] == ["solution", "mutants-1of9", "mutants-2of9"]
+    whole = jobs([None])
+    in_parts = (jobs([p for p in parts if p.kind == "mutants"], ["mutants"])
+                + jobs([p for p in parts if p.kind == "alternatives"], ["alternatives"]))
+    assert sorted(in_parts) == sorted(whole)
+    assert len(set(whole)) == len(whole) == len(gate.load_catalogue(course, "a4_kv_cache")) + 1 + len(
+        load_alternatives(course, "a4_kv_cache"))
+
+
+def test_runs_in_forked_workers_record_what_runs_here_record(monkeypatch):
+    """A gate's jobs on the CPU run in worker processes forked from this one (grader/gate.py _runs):
+    each job's records and errors are the ones it gives run here, in order."""
+    import grader.gate as gate
+    nb = _notebook("check_equal(double(torch.arange(3)), torch.arange(3) * 2, 'double')")
+    jobs = [([], (11, 23)), ([(("double",), "def double(x):\n    return 3 * x")], ()),
+            ([(("double",), "def double(x):\n    raise ValueError('no')")], (37,))]
+    results = {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv("GRADER_CHECK_WORKERS", workers)
+        results[workers] = list(gate._runs(None, "tiny", nb, jobs, None, "tiny", False))
+    assert [len(runs) for runs in results["2"]] == [2, 1, 1]
+    assert repr(results["1"]) == repr(results["2"])
+    assert results["2"][1][0][0]["test_double"]["observations"][0]["value"].tolist() == [0, 3, 6]
+    assert results["2"][2][0][0]["test_double"]["observations"][0]["type"] == "ValueError"
+
+
+def test_a_catalogue_is_loaded_once_and_again_when_its_file_changes(tmp_path):
+    """grader/mutants.py keeps what it loaded per content of the file: asked again, the same entries
+    come back (new records); after an edit, the edited ones."""
+    from grader.course import Course
+    from grader.mutants import load_catalogue
+    course = Course(tmp_path)
+    course.mutants_dir.mkdir(parents=True)
+    path = course.mutants_dir / "tiny.py"
+    entry = ('from grader.mutants import mutant\n\n\n@mutant("double", "{bug}")\n'
+             'def wrong(x):\n    return {factor} * x\n')
+    path.write_text(entry.format(bug="triples", factor=3))
+    first, again = load_catalogue(course, "tiny"), load_catalogue(course, "tiny")
+    assert [m.bug for m in first] == [m.bug for m in again] == ["triples"] and first[0] is not again[0]
+    path.write_text(entry.format(bug="quadruples", factor=4))
+    edited = load_catalogue(course, "tiny")
+    assert [m.bug for m in edited] == ["quadruples"] and "4 * x" in edited[0].source
+
+
 def test_an_alternative_loses_exactly_the_cells_it_declares(monkeypatch):
     """`loses=` (a5's float32-inside styles and its float64 precision cell): the declared cell must be lost, and
     nothing else; a declared cell kept, or another cell lost, fails the gate."""

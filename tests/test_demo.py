@@ -2,16 +2,21 @@
 the real pipeline; the perfect student gets full marks, the untouched release zero, and each
 buggy student loses exactly the test cells its bug should fail, no others. In a debugging lab the
 real fixer gets full marks, and the students who pasted the assignment's solution or rewrote every
-bugged definition get none of the tests the bugs break (grader/demo.py says what each should get)."""
+bugged definition get none of the tests the bugs break (grader/demo.py says what each should get).
+
+The demo runs here one assignment per test (`run_demo(ids=[...])`, each in its own demo folder), so
+that pytest-xdist spreads the assignments over its workers; `make demo` runs them all in one."""
 import pytest
 
 from grader.demo import run_demo
+from support import COURSE
 
-pytestmark = pytest.mark.batch
+pytestmark = [pytest.mark.batch, pytest.mark.spread]
 
 
-def test_demo_grades_every_sample_as_expected(course, tmp_path, capsys):
-    ok = run_demo(course, demo_dir=tmp_path / "demo", progress=False)
+@pytest.mark.parametrize("assignment_id", COURSE.assignment_ids())
+def test_demo_grades_every_sample_as_expected(course, assignment_id, tmp_path, capsys):
+    ok = run_demo(course, ids=[assignment_id], demo_dir=tmp_path / "demo", progress=False)
     output = capsys.readouterr().out
     assert ok, output
     assert (tmp_path / "demo" / "grades.csv").exists()
