@@ -35,43 +35,16 @@ def a1_solution_nb(course):
 
 
 SLOW = ("kernel", "notebook", "gate", "batch", "hosted", "engine", "browser", "hub")
-# the order in which the two workers of `make test` (--dist loadgroup --no-loadscope-reorder) take the
-# groups of tests: the long serial ones first (a whole corpus graded, the hub, a fresh install), then the
-# other slow ones (the quality gates' parts, notebooks, kernels), the quick tests last to fill the gaps
-FIRST = ("batch", "hosted", "hub", "browser")
 
 
-@pytest.hookimpl(tryfirst=True)   # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     """Every notebook run by nbval is marked `notebook`; every test with a slow marker also `slow`
-    (`make test-fast` runs -m "not slow").
-
-    Under pytest-xdist's --dist loadgroup, the tests of one file stay on one worker, in order (a
-    notebook's nbval cells share one kernel; a module's fixtures are made once), as --dist loadfile
-    would keep them, except the tests marked `spread`: each goes to whichever worker is free (the parts
-    of the quality gates, the demo's assignments). The groups are ordered longest kind first."""
+    (`make test-fast` runs -m "not slow")."""
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.notebook)
         if any(item.get_closest_marker(name) for name in SLOW):
             item.add_marker(pytest.mark.slow)
-    if getattr(config.option, "dist", "no") != "loadgroup":
-        return
-    for item in items:
-        if item.get_closest_marker("spread"):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.replace("::", "-")))
-        elif not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
-
-    def group(item):
-        mark = item.get_closest_marker("xdist_group")
-        return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-    rank = {}
-    for item in items:
-        kind = 0 if any(item.get_closest_marker(m) for m in FIRST) else 1 if item.get_closest_marker("slow") else 2
-        rank[group(item)] = min(rank.get(group(item), kind), kind)
-    position = {id(item): index for index, item in enumerate(items)}
-    items.sort(key=lambda item: (rank[group(item)], position[id(item)]))
 
 
 @pytest.hookimpl(tryfirst=True)

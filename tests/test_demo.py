@@ -5,13 +5,13 @@ real fixer gets full marks, and the students who pasted the assignment's solutio
 bugged definition get none of the tests the bugs break (grader/demo.py says what each should get).
 
 The demo runs here one assignment per test (`run_demo(ids=[...])`, each in its own demo folder), so
-that pytest-xdist spreads the assignments over its workers; `make demo` runs them all in one."""
+that no test runs for long; `make demo` runs them all in one."""
 import pytest
 
 from grader.demo import run_demo
 from support import COURSE
 
-pytestmark = [pytest.mark.batch, pytest.mark.spread]
+pytestmark = pytest.mark.batch
 
 
 @pytest.mark.parametrize("assignment_id", COURSE.assignment_ids())

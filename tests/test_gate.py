@@ -2,8 +2,8 @@
 solution scores full marks, the release zero in a real kernel, the release is up to date, every
 catalogued mutant loses points and every correct alternative keeps them.
 
-An assignment's gate runs here in parts (grader/gate.py: gate_parts), each a test of its own that
-pytest-xdist can give to any worker: the solution, the release and its freshness in one, then the
+An assignment's gate runs here in parts (grader/gate.py: gate_parts), each a test of its own, so that
+no test runs for long: the solution, the release and its freshness in one, then the
 catalogue of mutants and the candidates of alternatives in slices of a few dozen runs. Together the
 parts check exactly what `python -m grader check ID` does; a debugging lab's gate is one test."""
 import os
@@ -14,7 +14,7 @@ from grader.cpus import available_cpus
 from grader.gate import check_assignment, format_report, gate_parts
 from support import ASSIGNMENT_IDS, COURSE, LAB_IDS
 
-pytestmark = [pytest.mark.gate, pytest.mark.spread]
+pytestmark = pytest.mark.gate
 
 PARTS = [pytest.param(assignment_id, part, id=f"{assignment_id}-{part}" if part.kind != "all" else assignment_id)
          for assignment_id in ASSIGNMENT_IDS + LAB_IDS for part in gate_parts(COURSE, assignment_id)]
