@@ -42,14 +42,14 @@ $(TEST_STAMP): $(STAMP) requirements-test.txt
 demo: install          ## release, autograde the sample submissions, feedback HTML, grades CSV
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m grader demo
 
-# two pytest workers (pytest-xdist). --dist loadfile keeps each test file on one worker, in order (a
-# notebook's nbval cells share one kernel; a module's fixtures are made once). --dist loadgroup, which
-# would spread the quality gates' parts over both workers (tests/conftest.py marks the groups), does not
-# group at all with pytest 9.2 and pytest-xdist 3.8: xdist tags a test's group by rewriting
-# `item._nodeid`, while pytest 9.2 reads a node's id from `item._id`, so every test becomes its own
-# group and a notebook's cells land on both workers (each half in a kernel without the other's state)
+# two pytest workers (pytest-xdist). --dist loadscope keeps each test file on one worker, in order (a
+# notebook's nbval cells share one kernel; a module's fixtures are made once), except a file's test
+# classes, which it hands out one by one: tests/test_gate.py and tests/test_demo.py make a class of each
+# gate part and each assignment's demo, so that those spread over both workers. (--dist loadgroup's
+# xdist_group marks group nothing with pytest 9.2 and pytest-xdist 3.8: xdist tags a group by rewriting
+# `item._nodeid`, pytest 9.2 reads a node's id from `item._id`.)
 PYTEST_WORKERS ?= 2
-PYTEST_DIST := -n $(PYTEST_WORKERS) --dist loadfile
+PYTEST_DIST := -n $(PYTEST_WORKERS) --dist loadscope
 test: install $(TEST_STAMP)  ## the whole suite, as CI runs it
 	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q $(PYTEST_DIST)
 

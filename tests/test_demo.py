@@ -14,10 +14,18 @@ from support import COURSE
 pytestmark = pytest.mark.batch
 
 
-@pytest.mark.parametrize("assignment_id", COURSE.assignment_ids())
-def test_demo_grades_every_sample_as_expected(course, assignment_id, tmp_path, capsys):
-    ok = run_demo(course, ids=[assignment_id], demo_dir=tmp_path / "demo", progress=False)
-    output = capsys.readouterr().out
-    assert ok, output
-    assert (tmp_path / "demo" / "grades.csv").exists()
-    assert "UNEXPECTED" not in output
+def _demo_of(assignment_id):
+    def test_demo_grades_every_sample_as_expected(self, course, tmp_path, capsys):
+        ok = run_demo(course, ids=[assignment_id], demo_dir=tmp_path / "demo", progress=False)
+        output = capsys.readouterr().out
+        assert ok, output
+        assert (tmp_path / "demo" / "grades.csv").exists()
+        assert "UNEXPECTED" not in output
+    return test_demo_grades_every_sample_as_expected
+
+
+# One test class per assignment (as in test_gate.py): pytest-xdist's --dist loadscope hands out each
+# class on its own, so the assignments' demos spread over both workers.
+for _assignment_id in COURSE.assignment_ids():
+    _name = f"TestDemo_{_assignment_id}"
+    globals()[_name] = type(_name, (), {"test_demo_grades_every_sample_as_expected": _demo_of(_assignment_id)})
