@@ -27,7 +27,7 @@ import os
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nbformat
@@ -305,7 +305,6 @@ def _check_alternatives(course, assignment_id, source, trace, points, device, pr
     jobs = [(replacements, seeds) for _, _, replacements, _ in candidates]
     outcomes = _runs(course, assignment_id, source, jobs, device, f"alternatives {assignment_id}", progress)
     for (name, how, _, declared), runs in zip(candidates, outcomes):
-        declared = tuple(g for g in declared if g in points)   # a lab may leave such a cell out
         lost, failure = 0.0, ""
         for seed, (records, errors) in zip(seeds, runs):
             verdicts = judge_notebook(trace, records)
@@ -404,7 +403,9 @@ def check_lab(course, lab_id, run_release=True, progress=True, device=None):
     report.results.append(bug_result)
     assignment = labs.debugged_assignment(course, lab_id)
     bugged = {bug.replaces for bug in bugs}
-    chosen = [a for a in load_alternatives(course, assignment) if bugged & set(a.replaces)]
+    # a cell an alternative loses by design that the lab leaves out (course.lab.leaves_out) is not the lab's to check
+    chosen = [replace(a, loses=tuple(g for g in a.loses if g in points))
+              for a in load_alternatives(course, assignment) if bugged & set(a.replaces)]
     report.results.append(_check_alternatives(course, lab_id, source, trace, points, device, progress, report,
                                               alternatives=chosen, minimum=1, seeds=RNG_SEEDS[:1]))
     report.results.append(forgery_result)
