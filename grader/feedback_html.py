@@ -27,12 +27,16 @@ heading and adds page_css() after nbgrader's styles: code highlighted in CodeSty
 outputs wrapped at the page's width. Every page of every assignment and lab is made here."""
 import base64
 import copy
+import functools
 from html import escape
 
 import bleach
 from bleach.css_sanitizer import CSSSanitizer
+from bleach.html5lib_shim import Filter
 from jinja2 import pass_context
-from nbconvert.exporters import HTMLExporter
+from nbconvert.exporters import HTMLExporter, TemplateExporter
+from nbconvert.filters.highlight import Highlight2HTML
+from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from pygments.formatters import HtmlFormatter
 from pygments.style import Style
 from pygments.token import Comment, Error, Generic, Keyword, Name, Number, Operator, String, Token
@@ -60,11 +64,31 @@ DROPPED_OUTPUTS = ("application/javascript", "application/vnd.jupyter.widget-vie
                    "application/vnd.jupyter.widget-state+json", "text/javascript")
 
 
+# nbconvert's text for an image without one (HTMLExporter gives it to every <img> of a page that lacks an alt)
+NO_ALT = "No description has been provided for this image"
+
+
+class _MissingAlt(Filter):
+    """An <img> that the cleaned markup keeps without an alt gets NO_ALT, as nbconvert would give it (the
+    Markdown a student or the release writes, an output's HTML: the only places an <img> without one can come
+    from, see FeedbackExporter). It acts on the parser's tokens, after the cleaning: text is never touched."""
+
+    def __iter__(self):
+        for token in super().__iter__():
+            if token["type"] in ("StartTag", "EmptyTag") and token["name"] == "img":
+                attributes = token["data"]
+                if (None, "alt") not in attributes:
+                    attributes[(None, "alt")] = NO_ALT
+            yield token
+
+
 def clean(html):
     """`html` with only ordinary markup left: a tag not allowed is shown as text, an attribute not
-    allowed (on*, style beyond text-align, a javascript: or data: link) is dropped."""
-    return bleach.clean(html, tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES, protocols=ALLOWED_PROTOCOLS,
-                        css_sanitizer=_CSS, strip=False, strip_comments=True)
+    allowed (on*, style beyond text-align, a javascript: or data: link) is dropped; an <img> without an
+    alt gets nbconvert's NO_ALT."""
+    cleaner = bleach.Cleaner(tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES, protocols=ALLOWED_PROTOCOLS,
+                             css_sanitizer=_CSS, strip=False, strip_comments=True, filters=[_MissingAlt])
+    return cleaner.clean(html)
 
 
 IMAGE_OUTPUTS = ("image/png", "image/jpeg", "image/svg+xml")
@@ -194,6 +218,7 @@ class CodeStyle(Style):
     }
 
 
+@functools.cache
 def page_css():
     """What the page adds after nbgrader's styles (which inline Pygments' default colours and bootstrap's
     links, told apart by colour alone): the code in CodeStyle, underlined links, darker cell headings that
@@ -230,11 +255,28 @@ PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 
 class FeedbackExporter(HTMLExporter):
     """nbconvert's HTML exporter, with every Markdown cell cleaned and every output made inert, in
-    nbgrader's feedback template made accessible (PAGE_TEMPLATE)."""
+    nbgrader's feedback template made accessible (PAGE_TEMPLATE).
+
+    A page is the template's output as it is: HTMLExporter.from_notebook_node would parse every page
+    again (BeautifulSoup) to give each <img> without an alt its placeholder and tabindex="0" to the
+    lab template's `.jp-Cell-inputWrapper` and `.jp-OutputArea-output` divs, and write it out again: two
+    thirds of a page's time. Here every <img> already has an alt: an output's figure its description
+    (describe_figures), any other its own or NO_ALT (clean, which all Markdown and all HTML of outputs
+    pass through); and nbgrader's feedback template is the classic one, which writes no such divs
+    (tests/test_feedback.py proves both on a page with images of every kind).
+
+    One exporter makes every page of a `generate_feedback` run, and each student's notebook repeats the
+    release's cells: a cell's code is highlighted, and its Markdown rendered and cleaned, once per
+    distinct source text (with the lexer, or with the notebook's path where nbconvert would read an
+    image from it; Markdown with attachments every time)."""
+
+    CACHED = 4096          # highlighted cells, and rendered Markdown cells, each exporter keeps
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
         self.raw_template = PAGE_TEMPLATE
+        self._highlighters = {}
+        self._markdown = _Recent(self.CACHED)
 
     def _init_resources(self, resources):
         resources = super()._init_resources(resources)
@@ -243,7 +285,62 @@ class FeedbackExporter(HTMLExporter):
 
     @pass_context
     def markdown2html(self, context, source):
-        return clean(HTMLExporter.markdown2html(self, context, source))
+        cell = context.get("cell", {})
+        if not isinstance(source, str) or not isinstance(cell, dict) or cell.get("attachments"):
+            return clean(HTMLExporter.markdown2html(self, context, source))
+        # the path only matters to an image nbconvert embeds from a file
+        path = context.get("resources", {}).get("metadata", {}).get("path", "") if self.embed_images else ""
+        return self._markdown.get((source, str(path)),
+                                  lambda: clean(HTMLExporter.markdown2html(self, context, source)))
+
+    def _highlighter(self, lexer):
+        """nbconvert's highlight_code for a notebook whose language is `lexer`, remembering what it wrote for
+        each source across the pages this exporter makes."""
+        if not isinstance(lexer, (str, type(None))):          # as nbconvert does, unremembered
+            return self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self))
+        if lexer not in self._highlighters:
+            highlight = self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self))
+            self._highlighters[lexer] = _RememberedHighlight(highlight, self.CACHED)
+        return self._highlighters[lexer]
 
     def from_notebook_node(self, nb, resources=None, **kw):
-        return super().from_notebook_node(inert_outputs(nb), resources, **kw)
+        """HTMLExporter.from_notebook_node, without parsing the page again (see the class's docstring)."""
+        nb = inert_outputs(nb)
+        language = nb.metadata.get("language_info", {})
+        highlight_code = self._highlighter(language.get("pygments_lexer", language.get("name", None)))
+        resources = self._init_resources(resources)
+        data_types = WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self, resources=resources)
+        self.register_filter("highlight_code", highlight_code)
+        self.register_filter("filter_data_type", data_types)
+        return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+
+
+class _Recent:
+    """The `size` values last asked for, by key."""
+
+    def __init__(self, size):
+        self.size, self.values = size, {}
+
+    def get(self, key, make):
+        if key in self.values:
+            value = self.values.pop(key)          # to the end: the most recent
+        else:
+            value = make()
+            if len(self.values) >= self.size:
+                del self.values[next(iter(self.values))]
+        self.values[key] = value
+        return value
+
+
+class _RememberedHighlight:
+    """nbconvert's highlight_code filter, each result kept for the exact source, language and magics
+    language it was highlighted from (all of a cell that Highlight2HTML reads)."""
+
+    def __init__(self, highlight, size):
+        self.highlight, self.recent = highlight, _Recent(size)
+
+    def __call__(self, source, language=None, metadata=None):
+        magics = (metadata["magics_language"],) if isinstance(metadata, dict) and "magics_language" in metadata else ()
+        if not all(isinstance(value, (str, type(None))) for value in (source, language, *magics)):
+            return self.highlight(source, language, metadata)
+        return self.recent.get((source, language, magics), lambda: self.highlight(source, language, metadata))

@@ -157,7 +157,7 @@ def test_outputs_are_made_inert():
     ]
     nb.cells.append(cell)
     html, js, svg = inert_outputs(nb).cells[0].outputs
-    assert html.data["text/html"] == '<b>ok</b><img src="x">'
+    assert html.data["text/html"] == '<b>ok</b><img src="x" alt="No description has been provided for this image">'
     assert js.data == {"text/plain": "(an output of type application/javascript is not shown here)"}
     assert svg.data["text/html"].startswith('<img alt="A figure drawn by the code cell above; the notebook gives no '
                                             'text description of it." src="data:image/svg+xml;base64,')
@@ -165,10 +165,8 @@ def test_outputs_are_made_inert():
     assert cell.outputs[1].data == {"application/javascript": "alert(1)"}, "the notebook itself is not changed"
 
 
-def _rendered_images(nb):
-    """The attributes of every <img> on `nb`'s feedback page, rendered as GenerateFeedback renders it
-    (nbgrader's feedback template, FeedbackExporter)."""
-    from html.parser import HTMLParser
+def _exporter():
+    """A FeedbackExporter configured as GenerateFeedback configures it (nbgrader's feedback template)."""
     from pathlib import Path
 
     import nbgrader
@@ -181,8 +179,24 @@ def _rendered_images(nb):
     config.HTMLExporter.extra_template_basedirs = [str(formgrader / "templates")]
     bootstrap_css = formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css"
     config.HTMLExporter.extra_template_paths = [str(bootstrap_css)]
-    page, _ = FeedbackExporter(config=config).from_notebook_node(
-        nb, resources={"nbgrader": {"notebook": "a1", "score": 1.0, "max_score": 2.0, "late_penalty": 0}})
+    return FeedbackExporter(config=config)
+
+
+def _page(nb, exporter=None, render=None):
+    """`nb`'s feedback page as `exporter` (default: a new _exporter()) writes it, with `render` (default:
+    its from_notebook_node)."""
+    exporter = exporter or _exporter()
+    render = render or exporter.from_notebook_node
+    page, _ = render(nb, resources={"nbgrader": {"notebook": "a1", "score": 1.0, "max_score": 2.0, "late_penalty": 0}})
+    return page
+
+
+def _rendered_images(nb):
+    """The attributes of every <img> on `nb`'s feedback page, rendered as GenerateFeedback renders it
+    (nbgrader's feedback template, FeedbackExporter)."""
+    from html.parser import HTMLParser
+
+    page = _page(nb)
     images = []
     parser = HTMLParser()
     parser.handle_starttag = lambda tag, attrs: images.append(dict(attrs)) if tag == "img" else None
@@ -220,3 +234,87 @@ def test_an_alt_the_output_carries_is_kept():
                                            metadata={"image/png": {"alt": "the student's own words"}})]
     nb.cells = [cell, nbformat.v4.new_markdown_cell("Figure: what the course says.")]
     assert inert_outputs(nb).cells[0].outputs[0].metadata["image/png"]["alt"] == "the student's own words"
+
+
+def _notebook_with_images():
+    """A notebook with an image of every kind a page can show: Markdown images with and without an alt, raw
+    <img> in Markdown and in a raw cell, outputs' PNG, SVG, HTML and Markdown images, and a student's markup
+    borrowing the lab template's class names."""
+    import base64
+
+    import nbformat
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n not really an image").decode()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
+    code = nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot([1, 2]); plt.show()  # draw")
+    code.outputs = [
+        nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"}),
+        nbformat.v4.new_output("display_data", data={"image/svg+xml": "<svg/>", "text/plain": "svg"}),
+        nbformat.v4.new_output("display_data", data={"text/html": "<p>a table</p><img src=z.png>"}),
+        nbformat.v4.new_output("display_data", data={"text/markdown": "<img src='w.png'> and ![chart](v.png)"}),
+        nbformat.v4.new_output("stream", name="stdout", text="<img src=not-an-image> printed, shown as text\n"),
+    ]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Title\n\n![](empty-alt.png) ![a plot](own-alt.png) <img src='bare.png'>"),
+        code,
+        nbformat.v4.new_markdown_cell("Figure: two points joined by a line."),
+        nbformat.v4.new_raw_cell("<img src='raw.png'>", metadata={"raw_mimetype": "text/html"}),
+    ]
+    return nb
+
+
+def test_a_page_is_nbconverts_without_parsing_it_again():
+    """nbconvert's HTMLExporter parses each page it wrote (BeautifulSoup) to add an alt to any <img> without
+    one and tabindex="0" to the lab template's input and output divs, and writes it out again; the feedback
+    page skips that: here, that pass finds nothing to add, and every <img> has an alt."""
+    from bs4 import BeautifulSoup
+    from nbconvert.exporters import HTMLExporter
+
+    from grader.feedback_html import NO_ALT, inert_outputs
+    nb = _notebook_with_images()
+    exporter = _exporter()
+    page = _page(nb, exporter)
+    nbconverts = _page(inert_outputs(nb), exporter, render=lambda *a, **kw: HTMLExporter.from_notebook_node(
+        exporter, *a, **kw))
+    soup = BeautifulSoup(page, "html.parser")
+    assert str(soup) == nbconverts, "nbconvert's pass over the page changed something"
+    alts = {image["src"].split(";")[0]: image.get("alt") for image in soup.find_all("img")}
+    assert alts == {"empty-alt.png": "", "own-alt.png": "a plot", "bare.png": NO_ALT,
+                    "data:image/png": "Figure: two points joined by a line.",
+                    "data:image/svg+xml": "Figure: two points joined by a line.",
+                    "z.png": NO_ALT, "w.png": NO_ALT, "v.png": "chart"}, alts
+    assert "&lt;img src=not-an-image&gt;" in page, "printed markup is shown as text"
+    assert not soup.select(".jp-Cell-inputWrapper, .jp-OutputArea-output"), \
+        "the feedback template writes lab template divs, which nbconvert makes focusable: give them tabindex=0"
+
+
+def test_a_students_markup_makes_nothing_focusable():
+    """nbconvert's pass gave tabindex="0" to any div of a page with the lab template's classes, a student's own
+    too; the feedback page leaves a student's markup as it was cleaned."""
+    import nbformat
+    from bs4 import BeautifulSoup
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(
+        '<div class="jp-Notebook"><div class="jp-Cell-inputWrapper">mine</div><div class="jp-OutputArea-output">'
+        '</div></div>')]
+    soup = BeautifulSoup(_page(nb), "html.parser")
+    assert len(soup.select(".jp-Notebook div")) == 2
+    assert not soup.select("[tabindex='0']")
+
+
+def test_one_exporter_writes_each_page_as_a_new_one_would():
+    """The pages of a run share the highlighted code and rendered Markdown of cells with the same text: a
+    student's page is what a new exporter writes for them alone, whoever came before."""
+    import copy
+
+    first = _notebook_with_images()
+    second = copy.deepcopy(first)
+    second.cells[0].source = "# Title\n\nmy **own** words"
+    second.cells[1].source = "import matplotlib.pyplot as plt\nplt.plot([2, 1]); plt.show()  # mine"
+    third = copy.deepcopy(first)
+    third.cells[1].metadata["magics_language"] = "bash"
+    shared = _exporter()
+    for nb in (first, second, first, third):
+        assert _page(nb, shared) == _page(nb), nb.cells[1]
+    assert "mine" in _page(second, shared) and "mine" not in _page(first, shared)
