@@ -33,7 +33,7 @@ from html import escape
 import bleach
 from bleach.css_sanitizer import CSSSanitizer
 from bleach.html5lib_shim import Filter
-from jinja2 import pass_context
+from jinja2 import BytecodeCache, pass_context
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
@@ -278,6 +278,13 @@ class FeedbackExporter(HTMLExporter):
         self._highlighters = {}
         self._markdown = _Recent(self.CACHED)
 
+    def _create_environment(self):
+        environment = super()._create_environment()
+        # nbgrader makes an exporter for each `generate_feedback`: its templates are compiled once a process
+        environment.bytecode_cache = _COMPILED.setdefault((environment.is_async, *sorted(environment.extensions)),
+                                                          _Compiled())
+        return environment
+
     def _init_resources(self, resources):
         resources = super()._init_resources(resources)
         resources["course_page_css"] = page_css()
@@ -313,6 +320,25 @@ class FeedbackExporter(HTMLExporter):
         self.register_filter("highlight_code", highlight_code)
         self.register_filter("filter_data_type", data_types)
         return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+
+
+class _Compiled(BytecodeCache):
+    """Jinja's compiled templates, in memory: each by its name and file, used while its source is the same
+    (Jinja compares a checksum of it)."""
+
+    def __init__(self):
+        self.compiled = {}
+
+    def load_bytecode(self, bucket):
+        if bucket.key in self.compiled:
+            bucket.bytecode_from_string(self.compiled[bucket.key])
+
+    def dump_bytecode(self, bucket):
+        self.compiled[bucket.key] = bucket.bytecode_to_string()
+
+
+# one _Compiled for the environments that compile alike (nbconvert makes each with the same options but these)
+_COMPILED = {}
 
 
 class _Recent:
