@@ -56,7 +56,7 @@ demo: install          ## release, autograde the sample submissions, feedback HT
 # xdist_group marks group nothing with pytest 9.2 and pytest-xdist 3.8: xdist tags a group by rewriting
 # `item._nodeid`, pytest 9.2 reads a node's id from `item._id`.)
 PYTEST_WORKERS ?= 2
-PYTEST_DIST := -n $(PYTEST_WORKERS) --dist loadscope
+PYTEST_DIST := -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
 test: install $(TEST_STAMP)  ## the whole suite, as CI runs it
 	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q $(PYTEST_DIST)
 
