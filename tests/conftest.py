@@ -37,14 +37,38 @@ def a1_solution_nb(course):
 SLOW = ("kernel", "notebook", "gate", "batch", "hosted", "engine", "browser", "hub")
 
 
+# Roughly what one test of each kind takes on a 2-core machine, in seconds: only to order the scopes
+# below, heaviest first; a test with none of these marks counts as a tenth of a second
+SECONDS_BY_MARK = {"hub": 120, "browser": 40, "gate": 30, "hosted": 25, "batch": 15, "engine": 15, "kernel": 5,
+                   "notebook": 2}
+
+
 def pytest_collection_modifyitems(config, items):
     """Every notebook run by nbval is marked `notebook`; every test with a slow marker also `slow`
-    (`make test-fast` runs -m "not slow")."""
+    (`make test-fast` runs -m "not slow"). Then the scopes pytest-xdist's --dist loadscope hands out (a
+    test class, else a file) go heaviest first, each keeping its own order (a notebook's cells share one
+    kernel). A long scope handed out last (the hub's course loop, two minutes) keeps the run waiting while the
+    other worker idles; heaviest first, the many short tests fill the end instead. (`make test` passes
+    --no-loadscope-reorder, which keeps this order rather than xdist's own: most tests first, which put
+    every one-test scope, the hub's and each gate part's, last.)"""
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.notebook)
         if any(item.get_closest_marker(name) for name in SLOW):
             item.add_marker(pytest.mark.slow)
+    cost, first = {}, {}
+    for index, item in enumerate(items):
+        scope = _scope(item)
+        seconds = max([SECONDS_BY_MARK[name] for name in SECONDS_BY_MARK if item.get_closest_marker(name)],
+                      default=0.1)
+        cost[scope] = cost.get(scope, 0) + seconds
+        first.setdefault(scope, index)
+    items.sort(key=lambda item: (-cost[_scope(item)], first[_scope(item)]))
+
+
+def _scope(item):
+    """The unit pytest-xdist's --dist loadscope hands to one worker: a test's class, else its file."""
+    return item.nodeid.rsplit("::", 1)[0]
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -10,6 +10,7 @@ constraints.txt and the package list; delete it to rebuild). Its kernel is start
 kernelspec in a temporary folder, in isolated mode (`python -I`), so neither PYTHONPATH nor the
 repo's .venv leaks in.
 """
+import fcntl
 import hashlib
 import json
 import subprocess
@@ -39,12 +40,15 @@ def _stamp():
 @pytest.fixture(scope="session")
 def hosted_python():
     stamp = HOSTED / ".hosted-stamp"
-    if not (HOSTED_PY.exists() and stamp.exists() and stamp.read_text() == _stamp()):
-        base = getattr(sys, "_base_executable", sys.executable)
-        subprocess.run([base, "-m", "venv", "--clear", str(HOSTED)], check=True)
-        subprocess.run([str(HOSTED_PY), "-m", "pip", "install", "--quiet", *PACKAGES,
-                        "-c", str(REPO / "constraints.txt")], check=True, cwd=REPO)
-        stamp.write_text(_stamp())
+    # each pytest-xdist worker asks; the first builds the venv while the others wait on the lock
+    with open(REPO / ".venv-hosted.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (HOSTED_PY.exists() and stamp.exists() and stamp.read_text() == _stamp()):
+            base = getattr(sys, "_base_executable", sys.executable)
+            subprocess.run([base, "-m", "venv", "--clear", str(HOSTED)], check=True)
+            subprocess.run([str(HOSTED_PY), "-m", "pip", "install", "--quiet", *PACKAGES,
+                            "-c", str(REPO / "constraints.txt")], check=True, cwd=REPO)
+            stamp.write_text(_stamp())
     probe = ("import importlib.util, json, sys\n"
              f"print(json.dumps({{m: importlib.util.find_spec(m) is not None for m in {NOT_THERE!r}}}))")
     found = json.loads(subprocess.run([str(HOSTED_PY), "-I", "-c", probe], check=True,
@@ -81,8 +85,7 @@ def _text(outputs):
     return "".join(parts)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[str(p.relative_to(REPO)) for p in NOTEBOOKS])
-def test_notebook_runs_in_hosted_runtime(path, kernel_dir, tmp_path):
+def notebook_runs_in_hosted_runtime(path, kernel_dir, tmp_path):
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
@@ -119,3 +122,17 @@ def test_notebook_runs_in_hosted_runtime(path, kernel_dir, tmp_path):
     assert _expected_device() in printed, \
         f"{path.name}: the first code cell should print the device it found; it printed {printed!r}"
     print(f"{path.relative_to(REPO)}: {elapsed:.1f}s")
+
+
+# One test class per notebook: `make test` runs pytest-xdist's --dist loadscope, which hands out each class
+# on its own, so the notebooks spread over both workers (as a module of parametrized tests they would all run
+# on one)
+def _hosted_test(path):
+    def test_notebook_runs_in_hosted_runtime(self, kernel_dir, tmp_path):
+        notebook_runs_in_hosted_runtime(path, kernel_dir, tmp_path)
+    return test_notebook_runs_in_hosted_runtime
+
+
+for _path in NOTEBOOKS:
+    _name = "TestHosted_" + "_".join(_path.relative_to(REPO).with_suffix("").parts)
+    globals()[_name] = type(_name, (), {"test_notebook_runs_in_hosted_runtime": _hosted_test(_path)})

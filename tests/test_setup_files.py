@@ -181,3 +181,12 @@ def test_changelog_and_ci_workflow():
     runs = [step.get("run", "") for step in steps]
     assert any(re.search(r"(^|\s)(bash )?\.ci/run\b", run) for run in runs), \
         f"the GitHub workflow does not run .ci/run: {runs}"
+
+
+def test_the_environment_builds_no_iri_grammar_when_nbformat_is_imported():
+    """`make install` removes rfc3987-syntax (jupyter-events brings it): with it, importing jsonschema, and so
+    nbformat, builds an IRI grammar in every process, about 1.8 CPU-s each (Makefile: DROP_IRI_GRAMMAR)."""
+    import importlib.util
+    assert importlib.util.find_spec("rfc3987_syntax") is None, \
+        "rfc3987-syntax is installed in this environment: run `make install` (it removes it), or " \
+        "`pip uninstall rfc3987-syntax`"

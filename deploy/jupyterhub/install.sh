@@ -70,6 +70,11 @@ PY
     rm -f "$HUB_ENV"/.installed-*
     touch "$stamp"
 fi
+# rfc3987-syntax (jupyter-events brings it) makes jsonschema build an IRI grammar in every server at start-up,
+# 1.8 CPU-s each; nothing validates an IRI, so it goes (as in the Makefile's DROP_IRI_GRAMMAR)
+if "$HUB_ENV/bin/python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("rfc3987_syntax") is None)'; then
+    "$HUB_ENV/bin/python" -m pip uninstall --quiet --yes rfc3987-syntax
+fi
 chmod -R a+rX "$HUB_ENV"
 COURSE_HUB_PYTHON="$HUB_ENV/bin/python" bash "$here/find_python.sh" >/dev/null || {
     echo "install.sh: remove $HUB_ENV and run this again (set COURSE_HUB_PYTHON to a Python every user can run)" >&2
