@@ -8,24 +8,32 @@ def largest_new_tensor(function, *args, **kwargs):
     tensor that any operation inside it created). A result that shares memory with an operation's
     input (a slice, .view, .expand, .transpose, an in-place update) is not new and does not count;
     a copy (.contiguous(), .reshape of an expanded tensor, torch.cat, a matmul's output) does."""
-    try:   # private modules: present from torch 2.2 on (the course's minimum), but they may move
+    try:   # a private module: present from torch 2.2 on (the course's minimum), but it may move
         from torch.utils._python_dispatch import TorchDispatchMode
-        from torch.utils._pytree import tree_flatten
     except ImportError as error:
-        raise ImportError(f"largest_new_tensor needs torch.utils._python_dispatch and torch.utils._pytree (torch >= 2.2); "
+        raise ImportError(f"largest_new_tensor needs torch.utils._python_dispatch (torch >= 2.2); "
                           f"this is torch {torch.__version__}: install a torch the course supports") from error
 
     largest = [0]
 
-    def storages(tree):
-        return {t.untyped_storage().data_ptr() for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)}
+    def tensors(value):
+        # an operation's arguments and results hold tensors in tuples, lists and dicts only; walked here
+        # rather than with torch.utils._pytree, which took most of the time of a run under this probe
+        if isinstance(value, torch.Tensor):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                yield from tensors(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                yield from tensors(item)
 
     class _RecordSizes(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             result = func(*args, **(kwargs or {}))
-            inputs = storages((args, kwargs))
-            for tensor in tree_flatten(result)[0]:
-                if isinstance(tensor, torch.Tensor) and tensor.untyped_storage().data_ptr() not in inputs:
+            inputs = {t.untyped_storage().data_ptr() for t in tensors((args, kwargs))}
+            for tensor in tensors(result):
+                if tensor.untyped_storage().data_ptr() not in inputs:
                     largest[0] = max(largest[0], tensor.numel())
             return result
 
