@@ -94,8 +94,25 @@ def run_in_process(nb, replacements=(), keep_expected=False, rng_seed=None, devi
     flop_counter_without_dynamo()   # as in the grader's kernels: the same counts, without torch._dynamo's wrapper
     split = split if split is not None else split_notebook(nb)
     recorder = TraceRecorder(split) if keep_expected else _KernelCodeRecorder(split)
-    with environment(**GRADED_RUN_ENV), (torch.device(device) if device else contextlib.nullcontext()):
+    with environment(**GRADED_RUN_ENV), torch_threads(int(GRADED_RUN_ENV["OMP_NUM_THREADS"])), \
+            (torch.device(device) if device else contextlib.nullcontext()):
         return _run(nb, replacements, recorder, rng_seed)
+
+
+@contextlib.contextmanager
+def torch_threads(count):
+    """torch's intra-op threads set to `count` for the run only, as a graded kernel has them
+    (OMP_NUM_THREADS, which torch reads once, at its import). The course's tensors are tiny: more
+    threads only wait for one another, and a4's solution took 25 to 60 CPU-s with two of them on
+    two busy cores, against 1.5 with one."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @contextlib.contextmanager

@@ -266,6 +266,15 @@ def preimport():
     for module in ("IPython.core.interactiveshell", "ipykernel.ipkernel", "ipykernel.kernelapp", "matplotlib.pyplot",
                    "torch", "torch.nn.functional", "torch.utils.flop_counter", "torch._dynamo"):
         importlib.import_module(module)
+    # and what a kernel imports as it starts and runs (about 0.04 CPU-s each): IPython's debugger,
+    # completer and store magic, the tornado parts of ipykernel's event loop, and the recorder's
+    # torch.save; without debugpy, as run_kernel() starts ipykernel
+    sys.modules["debugpy"] = None
+    for module in ("IPython.core.completerlib", "IPython.core.debugger", "IPython.core.oinspect",
+                   "IPython.extensions.storemagic", "IPython.utils.wildcard", "ipykernel.debugger", "faulthandler",
+                   "tornado.gen", "tornado.locks", "tornado.platform.asyncio", "tornado.queues", "zmq.utils.garbage",
+                   "torch.utils.serialization", "torch._subclasses.schema_check_mode"):
+        importlib.import_module(module)
 
 
 def serve(socket_path, root):
