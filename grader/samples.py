@@ -3,6 +3,7 @@ the demo and the tests always match the current notebooks: a perfect one, the un
 release, and buggy ones (a catalogued mutant in place of the student's code)."""
 
 import ast
+import functools
 import io
 import random
 import tokenize
@@ -156,9 +157,14 @@ def _definition(source, name):
     lines = source.splitlines(keepends=True)
     for node in ast.parse(source).body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
-            start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
-            return "".join(lines[start:node.end_lineno])
+            return _node_text(lines, node)
     raise KeyError(name)
+
+
+def _node_text(lines, node):
+    """The text of a top-level definition's node, decorators included, from its source's lines."""
+    start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+    return "".join(lines[start:node.end_lineno])
 
 
 def implementations(course, assignment_id):
@@ -231,14 +237,7 @@ def _catalogue_of(course, assignment_id):
 def _needs(catalogue, definitions, defined):
     """What `definitions` use of a catalogue's imports and private helpers (and what those helpers
     use in turn) that `defined` does not hold: the text of each, imports first."""
-    text = catalogue.read_text()
-    provides = {}
-    for node in ast.parse(text).body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and "grader" not in (getattr(node, "module", "") or ""):
-            for alias in node.names:
-                provides[(alias.asname or alias.name).split(".")[0]] = ast.get_source_segment(text, node)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name.startswith("_"):
-            provides[node.name] = _definition(text, node.name).rstrip("\n")    # a kernel keeps its @triton.jit
+    provides = _catalogue_provides(catalogue.read_text())
     needed, todo = [], list(definitions)
     while todo:
         used = {n.id for n in ast.walk(ast.parse(todo.pop())) if isinstance(n, ast.Name)}
@@ -247,6 +246,21 @@ def _needs(catalogue, definitions, defined):
                 needed.append(provides[name])
                 todo.append(provides[name])
     return sorted(needed, key=lambda code: not code.startswith(("import ", "from ")))
+
+
+@functools.lru_cache(maxsize=16)
+def _catalogue_provides(text):
+    """{name: its text} for a catalogue's imports (but the grader's) and private helpers; read once per
+    content of the catalogue, as the samples of one assignment ask for it again and again."""
+    lines = text.splitlines(keepends=True)
+    provides = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and "grader" not in (getattr(node, "module", "") or ""):
+            for alias in node.names:
+                provides[(alias.asname or alias.name).split(".")[0]] = ast.get_source_segment(text, node)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name.startswith("_"):
+            provides[node.name] = _node_text(lines, node).rstrip("\n")    # a kernel keeps its @triton.jit
+    return provides
 
 
 def independent_submissions(course, assignment_id):
