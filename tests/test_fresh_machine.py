@@ -134,8 +134,10 @@ def test_ci_install_step_makes_a_hub_environment_past_a_private_python(private_p
     hub_env_parent = _folder(0o755)
     hub_env = hub_env_parent / "venv"
     try:
+        # this environment is thrown away: pip writes no bytecode for its 3 GB (PIP_NO_COMPILE=0 is pip's
+        # --no-compile: a boolean option's variable sets its destination, `compile`)
         run = run_install_test_deps(REPO / ".ci" / "install_test_deps.sh", private_python, os.environ["PATH"],
-                                    COURSE_HUB_ENV=str(hub_env))
+                                    COURSE_HUB_ENV=str(hub_env), PIP_NO_COMPILE="0")
         output = run.stdout + run.stderr
         assert run.returncode == 0, output[-4000:]
         assert "install.sh: hub ready" in output, output[-4000:]
