@@ -55,13 +55,17 @@ demo: install          ## release, autograde the sample submissions, feedback HT
 # gate part and each assignment's demo, so that those spread over both workers. (--dist loadgroup's
 # xdist_group marks group nothing with pytest 9.2 and pytest-xdist 3.8: xdist tags a group by rewriting
 # `item._nodeid`, pytest 9.2 reads a node's id from `item._id`.)
+# The suite writes bytecode for the repository's own modules even where PYTHONDONTWRITEBYTECODE is set (as
+# on the CI machines; git ignores __pycache__): else each worker rewrites the asserts of every test module
+# again (about 10 CPU-s a worker, each run) and every grader process compiles the grader from source.
+PYTEST_ENV = OMP_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE= PATH=$(CURDIR)/$(BIN):$$PATH
 PYTEST_WORKERS ?= 2
 PYTEST_DIST := -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
 test: install $(TEST_STAMP)  ## the whole suite, as CI runs it
-	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q $(PYTEST_DIST)
+	$(PYTEST_ENV) $(BIN)/python -m pytest -q $(PYTEST_DIST)
 
 test-fast: install $(TEST_STAMP)  ## everything but the slow tests (kernels, notebooks, quality gates, browser, hub, ...)
-	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest -q $(PYTEST_DIST) -m "not slow"
+	$(PYTEST_ENV) $(BIN)/python -m pytest -q $(PYTEST_DIST) -m "not slow"
 
 lint: install $(TEST_STAMP)  ## ruff, as the suite runs it (tests/test_lint.py)
 	$(BIN)/ruff check .
