@@ -209,3 +209,20 @@ def test_demo_cells_that_draw_time_or_train_are_skipped_while_autograding(course
             unguarded.append(f"cell {index}, line(s) {lines}: {cell.source.splitlines()[0][:60]}")
     assert not unguarded, ("demo cells that draw, time or train outside `if AUTOGRADING: ... else:`:\n"
                            + "\n".join(unguarded))
+
+
+def test_a_trusted_run_imports_triton_as_graded_runs_do():
+    """run_in_process counts FLOPs without torch._dynamo's wrapper, and torch.utils.flop_counter imports
+    triton: that must happen in the graded runs' environment, where a machine without a GPU has
+    TRITON_INTERPRET=1 (triton.language makes its kernels once, at its first import), or a7's trace runs
+    without the interpreter and every one of its kernels' tests fails."""
+    from grader.sandbox import GRADED_RUN_ENV
+    code = (
+        "import os, nbformat\n"
+        "os.environ.pop('TRITON_INTERPRET', None)\n"
+        "from grader.inprocess import run_in_process\n"
+        "run_in_process(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('x = 1')]))\n"
+        "import triton.language as tl\n"
+        "print(type(tl.sum).__name__)\n")
+    expected = "InterpretedFunction" if GRADED_RUN_ENV.get("TRITON_INTERPRET") else "JITFunction"
+    assert _imports_after(code).strip() == expected
