@@ -56,7 +56,7 @@ demo: install          ## release, autograde the sample submissions, feedback HT
 # xdist_group marks group nothing with pytest 9.2 and pytest-xdist 3.8: xdist tags a group by rewriting
 # `item._nodeid`, pytest 9.2 reads a node's id from `item._id`.)
 # The suite writes bytecode for the repository's own modules even where PYTHONDONTWRITEBYTECODE is set (as
-# on the CI machines; git ignores __pycache__): else each worker rewrites the asserts of every test module
+# on the development machine; git ignores __pycache__): else each worker rewrites the asserts of every test module
 # again (about 10 CPU-s a worker, each run) and every grader process compiles the grader from source.
 PYTEST_ENV = OMP_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE= PATH=$(CURDIR)/$(BIN):$$PATH
 PYTEST_WORKERS ?= 2
