@@ -6,12 +6,7 @@ ordinary cell), re-adds deleted test cells, drops duplicated grade ids, turns ce
 does not have into ordinary cells, resets the kernelspec; then notes what it changed."""
 import copy
 import logging
-import threading
 
-from jsonschema.exceptions import best_match
-from jsonschema.validators import validator_for
-from nbgrader.nbgraderformat import MetadataValidator, ValidationError
-from nbgrader.nbgraderformat.common import BaseMetadataValidator, SchemaTooNewError, SchemaTooOldError
 from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteCells, OverwriteKernelspec
 from traitlets.config import Config
 
@@ -61,7 +56,7 @@ def restore(nb, assignment_id, db_url, released, student=TEMPLATE_STUDENT):
     flags = _RestoreGradingFlags(released)
     steps = [ClearOutput(config=config, log=quiet), DeduplicateIds(config=config, log=quiet), _DropEmptyMetadata(),
              flags, OverwriteKernelspec(config=config, log=quiet), OverwriteCells(config=config, log=quiet),
-             _CheckCellMetadata(config=config, log=quiet)]
+             CheckCellMetadata(config=config, log=quiet)]
     try:
         for step in steps:
             nb, resources = step.preprocess(nb, resources)
@@ -142,53 +137,6 @@ class _DropEmptyMetadata:
         for cell in nb.cells:
             if cell.get("metadata", {}).get("nbgrader", None) == {}:
                 del cell.metadata["nbgrader"]
-        return nb, resources
-
-
-class _SchemaCheckedOnce(BaseMetadataValidator):
-    """nbgrader's check of one cell's grading metadata against its JSON schema, with the schema itself
-    checked once per process rather than once per cell (jsonschema.validate() does both, and checking
-    the schema is nine tenths of the cost: a few hundredths of a CPU-second per notebook)."""
-    _validators = {}
-    _lock = threading.Lock()
-
-    def validate_cell(self, cell):
-        if "nbgrader" not in cell.metadata:
-            return
-        schema = cell.metadata["nbgrader"].get("schema_version", 0)
-        if schema < self.schema_version:
-            raise SchemaTooOldError(f"Outdated schema version: {schema} (expected {self.schema_version})",
-                                    schema, self.schema_version)
-        if schema > self.schema_version:
-            raise SchemaTooNewError(f"Schema version is too new: {schema} (expected {self.schema_version})",
-                                    schema, self.schema_version)
-        error = best_match(self._validator().iter_errors(cell.metadata["nbgrader"]))
-        if error is not None:
-            raise error
-
-    def _validator(self):
-        with self._lock:
-            if self.schema_version not in self._validators:
-                kind = validator_for(self.schema)
-                kind.check_schema(self.schema)
-                self._validators[self.schema_version] = kind(self.schema)
-            return self._validators[self.schema_version]
-
-
-class _MetadataValidator(MetadataValidator, _SchemaCheckedOnce):
-    """nbgrader's metadata validator (its own checks of grade ids, points and cell types), whose schema
-    check is _SchemaCheckedOnce's (next in line after it, before nbgrader's base)."""
-
-
-class _CheckCellMetadata(CheckCellMetadata):
-    """nbgrader's CheckCellMetadata with _MetadataValidator: the same checks, the same errors."""
-
-    def preprocess(self, nb, resources):
-        try:
-            _MetadataValidator().validate_nb(nb)
-        except ValidationError as error:
-            self.log.error("%s", error)
-            raise ValidationError("Notebook failed to validate; the nbgrader metadata may be corrupted.") from error
         return nb, resources
 
 
