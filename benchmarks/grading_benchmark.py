@@ -40,6 +40,7 @@ from grader import pipeline, samples
 from grader.course import Course
 from grader.labs import is_lab, lab_bugs
 from grader.mutants import load_catalogue
+from grader.runtime.warm_kernels import reap_finished_children
 from grader.stages import execute
 from grader.submission import Options, Status, Submission
 
@@ -120,13 +121,7 @@ def reap_orphans(settle_s=1.5):
     """Reap every child that has ended (call when no child of this process is waited for elsewhere:
     between batches, or when only the fork servers are running), once the sandboxes have gone."""
     time.sleep(settle_s)
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    reap_finished_children()
 
 
 def tree_cpu_seconds():

@@ -16,6 +16,7 @@ comes from IPython's pre/post_run_cell events, which this script adds to the rec
     python benchmarks/grading_profile.py a4_kv_cache --cprofile 25
 """
 import argparse
+import contextlib
 import cProfile
 import io
 import json
@@ -69,57 +70,63 @@ def server_cpu(server):
     return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+@contextlib.contextmanager
+def perfect_batch(aid):
+    """A batch of `aid` with warm kernels, its servers started; yields (the path of one perfect
+    submission, the batch)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "alice.ipynb"
+        nbformat.write(samples.perfect_submission(COURSE, aid), str(path))
+        with pipeline.Batch(COURSE.with_grading_dir(Path(tmp) / "course"), aid, Options(kernels="warm")) as batch:
+            batch.prepare(servers=True)
+            yield path, batch
+
+
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 
 
 def profile_one(aid, repeats, cprofile_top, clock):
-    nb = samples.perfect_submission(COURSE, aid)
     rows = []
     profiles = {"grader": cProfile.Profile(CLOCKS[clock])}
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "alice.ipynb"
-        nbformat.write(nb, str(path))
-        course = COURSE.with_grading_dir(Path(tmp) / "course")
-        with pipeline.Batch(course, aid, Options(kernels="warm")) as batch:
-            batch.prepare(servers=True)
-            # the first run warms the page cache (not counted); with cprofile_top one more, profiled (its
-            # figures not counted either: the profiler itself slows what it watches)
-            for repeat in range(repeats + 1 + bool(cprofile_top)):
-                profiled = bool(cprofile_top) and repeat == repeats + 1
-                row, submission = {}, Submission("alice", path)
-                submission.max_score = batch.max_score
-                for stage in pipeline.GRADE:
-                    name = stage.__name__
-                    workers, kernels = server_cpu(batch.worker_server), server_cpu(batch.kernel_server)
-                    adopted = tree_cpu_seconds()
-                    cpu, wall = time.thread_time(), time.perf_counter()
-                    if profiled:
-                        profiles["grader"].enable()
-                    submission = stage(submission, batch)
-                    profiles["grader"].disable()
-                    row[name] = time.thread_time() - cpu
-                    row[name + "_wall"] = time.perf_counter() - wall
-                    if name == "execute":
-                        reap_orphans()          # and the servers reap their children every 0.5 s
-                        row["worker"] = server_cpu(batch.worker_server) - workers
-                        # the supervisor (the server's child), init and the stub (orphans, adopted here),
-                        # less this thread's own CPU in the stage
-                        row["sandbox"] = (server_cpu(batch.kernel_server) - kernels + tree_cpu_seconds() - adopted
-                                          - row[name])
-                        inside = json.loads((submission.workdir / "run" / "kernel" / CELL_CPU_FILE).read_text())
-                        per_cell = inside["cells"][1:]     # the prelude first
-                        kinds = [cells.is_test_cell(c) for c in submission.notebook.cells   # nbclient skips empty cells
-                                 if c.cell_type == "code" and c.source.strip()]
-                        row["kernel"] = inside["total"]
-                        row["kernel_startup"] = inside["startup"]
-                        row["kernel_prelude"] = inside["cells"][0]
-                        row["kernel_student_cells"] = sum(c for c, test in zip(per_cell, kinds) if not test)
-                        row["kernel_test_cells"] = sum(c for c, test in zip(per_cell, kinds) if test)
-                        row["kernel_between_cells"] = inside["total"] - inside["startup"] - sum(inside["cells"])
-                        row["kernel_cells"] = len(per_cell)
-                assert submission.score == submission.max_score, (aid, submission.score, submission.max_score)
-                if repeat and not profiled:
-                    rows.append(row)
+    with perfect_batch(aid) as (path, batch):
+        # the first run warms the page cache (not counted); with cprofile_top one more, profiled (its
+        # figures not counted either: the profiler itself slows what it watches)
+        for repeat in range(repeats + 1 + bool(cprofile_top)):
+            profiled = bool(cprofile_top) and repeat == repeats + 1
+            row, submission = {}, Submission("alice", path)
+            submission.max_score = batch.max_score
+            for stage in pipeline.GRADE:
+                name = stage.__name__
+                workers, kernels = server_cpu(batch.worker_server), server_cpu(batch.kernel_server)
+                adopted = tree_cpu_seconds()
+                cpu, wall = time.thread_time(), time.perf_counter()
+                if profiled:
+                    profiles["grader"].enable()
+                submission = stage(submission, batch)
+                profiles["grader"].disable()
+                row[name] = time.thread_time() - cpu
+                row[name + "_wall"] = time.perf_counter() - wall
+                if name == "execute":
+                    reap_orphans()          # and the servers reap their children every 0.5 s
+                    row["worker"] = server_cpu(batch.worker_server) - workers
+                    # the supervisor (the server's child), init and the stub (orphans, adopted here),
+                    # less this thread's own CPU in the stage
+                    row["sandbox"] = (server_cpu(batch.kernel_server) - kernels + tree_cpu_seconds() - adopted
+                                      - row[name])
+                    inside = json.loads((submission.workdir / "run" / "kernel" / CELL_CPU_FILE).read_text())
+                    per_cell = inside["cells"][1:]     # the prelude first
+                    kinds = [cells.is_test_cell(c) for c in submission.notebook.cells   # nbclient skips empty cells
+                             if c.cell_type == "code" and c.source.strip()]
+                    row["kernel"] = inside["total"]
+                    row["kernel_startup"] = inside["startup"]
+                    row["kernel_prelude"] = inside["cells"][0]
+                    row["kernel_student_cells"] = sum(c for c, test in zip(per_cell, kinds) if not test)
+                    row["kernel_test_cells"] = sum(c for c, test in zip(per_cell, kinds) if test)
+                    row["kernel_between_cells"] = inside["total"] - inside["startup"] - sum(inside["cells"])
+                    row["kernel_cells"] = len(per_cell)
+            assert submission.score == submission.max_score, (aid, submission.score, submission.max_score)
+            if repeat and not profiled:
+                rows.append(row)
     median = {key: round(statistics.median(r[key] for r in rows), 3) for key in rows[0]}
     if cprofile_top:
         median["cprofile_grader"] = top_functions(profiles["grader"], cprofile_top)
@@ -132,35 +139,29 @@ def profile_worker(aid, top, clock):
     from grader.runtime import execute_worker
     from grader.sandbox import GRADED_RUN_ENV, Limits, write_kernelspec
     from grader.stages.sanitize import sanitize
-    nb = samples.perfect_submission(COURSE, aid)
     profile = cProfile.Profile(CLOCKS[clock])
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "alice.ipynb"
-        nbformat.write(nb, str(path))
-        course = COURSE.with_grading_dir(Path(tmp) / "course")
-        with pipeline.Batch(course, aid, Options(kernels="warm")) as batch:
-            batch.prepare(servers=True)
-            for repeat in range(2):
-                submission = sanitize(Submission("alice", path), batch)
-                work = submission.workdir / "run"
-                kernel_dir, control = work / "kernel", work / "control"
-                for folder in (kernel_dir, control):
-                    folder.mkdir(parents=True, exist_ok=True)
-                runtime = Path(tempfile.mkdtemp(prefix="grader-kernel-", dir="/tmp"))
-                limits = Limits()
-                name = write_kernelspec(control, kernel_dir, runtime, limits, kernel_server=batch.kernel_server)
-                nbformat.write(execute.instrument(submission.notebook, batch.trace.split, control),
-                               str(control / "run.ipynb"))
-                saved = dict(os.environ)
-                os.environ.update(GRADED_RUN_ENV, JUPYTER_PATH=str(control), JUPYTER_RUNTIME_DIR=str(runtime))
-                try:
-                    if repeat:
-                        profile.enable()
-                    execute_worker.main(str(control), str(kernel_dir), name, 120, json.dumps(limits.__dict__))
-                finally:
-                    profile.disable()
-                    os.environ.clear()
-                    os.environ.update(saved)
+    with perfect_batch(aid) as (path, batch):
+        for repeat in range(2):
+            submission = sanitize(Submission("alice", path), batch)
+            work = submission.workdir / "run"
+            kernel_dir, control = work / "kernel", work / "control"
+            for folder in (kernel_dir, control):
+                folder.mkdir(parents=True, exist_ok=True)
+            runtime = Path(tempfile.mkdtemp(prefix="grader-kernel-", dir="/tmp"))
+            limits = Limits()
+            name = write_kernelspec(control, kernel_dir, runtime, limits, kernel_server=batch.kernel_server)
+            nbformat.write(execute.instrument(submission.notebook, batch.trace.split, control),
+                           str(control / "run.ipynb"))
+            saved = dict(os.environ)
+            os.environ.update(GRADED_RUN_ENV, JUPYTER_PATH=str(control), JUPYTER_RUNTIME_DIR=str(runtime))
+            try:
+                if repeat:
+                    profile.enable()
+                execute_worker.main(str(control), str(kernel_dir), name, 120, json.dumps(limits.__dict__))
+            finally:
+                profile.disable()
+                os.environ.clear()
+                os.environ.update(saved)
     return top_functions(profile, top)
 
 

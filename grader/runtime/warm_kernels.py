@@ -286,6 +286,17 @@ def serve(socket_path, root):
     serve_forking(socket_path, lambda connection: receive_and_supervise(connection, root), "warm kernel")
 
 
+def reap_finished_children():
+    """Wait for every child of this process that has ended, without blocking on those still running."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def serve_forking(socket_path, handle, label):
     """Say "ready", then for each connection to socket_path fork a child that runs handle(connection)
     and exits (the request is read in the child: the server keeps no student's data); reap them; end
@@ -304,13 +315,7 @@ def serve_forking(socket_path, handle, label):
         readable, _, _ = select.select([server], [], [], 0.5)
         if os.getppid() != grader:
             raise SystemExit(f"{label} server: the grader has gone")
-        while True:                                                  # reap finished children
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
+        reap_finished_children()
         if not readable:
             continue
         connection, _ = server.accept()
