@@ -10,6 +10,7 @@ import pytest
 
 from grader.demo import run_demo
 from support import COURSE
+from support.spread import class_each
 
 pytestmark = pytest.mark.batch
 
@@ -24,8 +25,4 @@ def _demo_of(assignment_id):
     return test_demo_grades_every_sample_as_expected
 
 
-# One test class per assignment (as in test_gate.py): pytest-xdist's --dist loadscope hands out each
-# class on its own, so the assignments' demos spread over both workers.
-for _assignment_id in COURSE.assignment_ids():
-    _name = f"TestDemo_{_assignment_id}"
-    globals()[_name] = type(_name, (), {"test_demo_grades_every_sample_as_expected": _demo_of(_assignment_id)})
+class_each(globals(), COURSE.assignment_ids(), lambda aid: f"TestDemo_{aid}", _demo_of)

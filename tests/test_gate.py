@@ -13,6 +13,7 @@ import pytest
 from grader.cpus import available_cpus
 from grader.gate import check_assignment, format_report, gate_parts
 from support import ASSIGNMENT_IDS, COURSE, LAB_IDS
+from support.spread import class_each
 
 pytestmark = pytest.mark.gate
 
@@ -37,9 +38,9 @@ def _gate_part(assignment_id, part):
     return test_quality_gate
 
 
-# One test class per part, made here from the list of parts: `make test` runs pytest-xdist's
-# --dist loadscope, which keeps a file's tests on one worker but hands out each class on its own, so
-# the gates' parts spread over both workers while every other file (none has classes) stays whole.
-for _assignment_id, _part in PARTS:
-    _name = f"TestGate_{_assignment_id}" + ("" if _part.kind == "all" else f"_{_part}".replace("-", "_"))
-    globals()[_name] = type(_name, (), {"test_quality_gate": _gate_part(_assignment_id, _part)})
+def _class_name(assignment_id_and_part):
+    assignment_id, part = assignment_id_and_part
+    return f"TestGate_{assignment_id}" + ("" if part.kind == "all" else f"_{part}".replace("-", "_"))
+
+
+class_each(globals(), PARTS, _class_name, lambda assignment_id_and_part: _gate_part(*assignment_id_and_part))

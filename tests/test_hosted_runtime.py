@@ -21,6 +21,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from support.spread import class_each
+
 pytestmark = pytest.mark.hosted
 
 REPO = Path(__file__).resolve().parent.parent
@@ -124,15 +126,11 @@ def notebook_runs_in_hosted_runtime(path, kernel_dir, tmp_path):
     print(f"{path.relative_to(REPO)}: {elapsed:.1f}s")
 
 
-# One test class per notebook: `make test` runs pytest-xdist's --dist loadscope, which hands out each class
-# on its own, so the notebooks spread over both workers (as a module of parametrized tests they would all run
-# on one)
 def _hosted_test(path):
     def test_notebook_runs_in_hosted_runtime(self, kernel_dir, tmp_path):
         notebook_runs_in_hosted_runtime(path, kernel_dir, tmp_path)
     return test_notebook_runs_in_hosted_runtime
 
 
-for _path in NOTEBOOKS:
-    _name = "TestHosted_" + "_".join(_path.relative_to(REPO).with_suffix("").parts)
-    globals()[_name] = type(_name, (), {"test_notebook_runs_in_hosted_runtime": _hosted_test(_path)})
+class_each(globals(), NOTEBOOKS, lambda path: "TestHosted_" + "_".join(path.relative_to(REPO).with_suffix("").parts),
+           _hosted_test)

@@ -1,6 +1,7 @@
 """What several test modules share: the system parts some tests need (system.py), waiting for a
 condition (waiting.py), Chromium (browser.py), a throwaway JupyterLab (lab.py), the course hub
-(hub.py) and a student's notebooks (notebooks.py); and the checkout's course."""
+(hub.py), a student's notebooks (notebooks.py) and a test class for each item (spread.py); and the
+checkout's course."""
 from pathlib import Path
 
 from grader.course import Course
