@@ -52,7 +52,7 @@ demo: install          ## release, autograde the sample submissions, feedback HT
 # two pytest workers (pytest-xdist). --dist loadscope keeps each test file on one worker, in order (a
 # notebook's nbval cells share one kernel; a module's fixtures are made once), except a file's test
 # classes, which it hands out one by one: tests/support/spread.py makes a class of each gate part, each
-# assignment's demo and each notebook in the hosted runtime, so that those spread over both workers.
+# assignment's demo and each notebook run again in the hosted runtime, so that those spread over both workers.
 # --no-loadscope-reorder keeps the order tests/conftest.py gives the scopes, heaviest first (xdist's own,
 # most tests first, put every one-test scope last, with the other worker idle). (--dist loadgroup's
 # xdist_group marks group nothing with pytest 9.2 and pytest-xdist 3.8: xdist tags a group by rewriting

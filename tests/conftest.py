@@ -44,7 +44,7 @@ SECONDS_BY_MARK = {"hub": 120, "browser": 40, "gate": 30, "hosted": 25, "batch":
 
 
 def pytest_collection_modifyitems(config, items):
-    """Every notebook run by nbval is marked `notebook`; every test with a slow marker also `slow`
+    """Every test with a slow marker (a notebook's cells have theirs from ../conftest.py) is also `slow`
     (`make test-fast` runs -m "not slow"). Then the scopes pytest-xdist's --dist loadscope hands out (a
     test class, else a file) go heaviest first, each keeping its own order (a notebook's cells share one
     kernel). A long scope handed out last (the hub's course loop, two minutes) keeps the run waiting while the
@@ -52,15 +52,13 @@ def pytest_collection_modifyitems(config, items):
     --no-loadscope-reorder, which keeps this order rather than xdist's own: most tests first, which put
     every one-test scope, the hub's and each gate part's, last.)"""
     for item in items:
-        if item.path.suffix == ".ipynb":
-            item.add_marker(pytest.mark.notebook)
         if any(item.get_closest_marker(name) for name in SLOW):
             item.add_marker(pytest.mark.slow)
     cost, first = {}, {}
     for index, item in enumerate(items):
         scope = _scope(item)
-        seconds = max([SECONDS_BY_MARK[name] for name in SECONDS_BY_MARK if item.get_closest_marker(name)],
-                      default=0.1)
+        marks = ["notebook"] if item.get_closest_marker("notebook") else SECONDS_BY_MARK   # a cell, hosted or not
+        seconds = max([SECONDS_BY_MARK[name] for name in marks if item.get_closest_marker(name)], default=0.1)
         cost[scope] = cost.get(scope, 0) + seconds
         first.setdefault(scope, index)
     items.sort(key=lambda item: (-cost[_scope(item)], first[_scope(item)]))
