@@ -159,26 +159,28 @@ def _check_up_to_date(course, assignment_id, source):
     return CheckResult("(c) release and provided cells up to date", not problems, "; ".join(problems) or "identical")
 
 
-def _runs(course, assignment_id, source, jobs, device, desc, progress):
+def _runs(course, assignment_id, source, jobs, device, desc, progress, split=None):
     """Run each job, (replacements, RNG seeds), once per seed (once without a seed when there are
-    none); yields [(records, errors), ...] per job, in order. On the CPU the jobs run in worker
-    processes forked from this one, one per usable CPU (`cpu_workers`), each with one thread (here,
-    one after another, where one CPU is all there is or this process holds a CUDA context). On a GPU
-    each job runs in a fresh process: a wrong implementation can trip a device-side assert (an index
-    out of range, say), after which the process's CUDA context fails every later call, so it must not
-    be shared with the next candidate."""
+    none); yields [(records, errors), ...] per job, in order. `split`: the test cells' split of `source`
+    (the solution trace's), made once instead of once a run (a tenth of an a4 run's CPU). On the CPU
+    the jobs run in worker processes forked from this one, one per usable CPU (`cpu_workers`), each
+    with one thread (here, one after another, where one CPU is all there is or this process holds a
+    CUDA context). On a GPU each job runs in a fresh process: a wrong implementation can trip a
+    device-side assert (an index out of range, say), after which the process's CUDA context fails every
+    later call, so it must not be shared with the next candidate."""
     bar = tqdm(total=len(jobs), desc=desc, unit="run", disable=not progress)
     # a CUDA context does not survive a fork (a notebook may have made one, on a machine with a GPU)
     workers = min(cpu_workers(), len(jobs)) if device is None and not torch.cuda.is_initialized() else 1
     if device is None and workers <= 1:
         for replacements, seeds in jobs:
-            yield [run_in_process(source, replacements, rng_seed=seed, device=device) for seed in seeds or (None,)]
+            yield [run_in_process(source, replacements, rng_seed=seed, device=device, split=split)
+                   for seed in seeds or (None,)]
             bar.update()
     elif device is None:
         # the workers are forked here, at the first submit, all at once (the fork context never starts
         # one later): they inherit the jobs, and nothing of a job is pickled on the way there
         global _FORKED_JOBS
-        _FORKED_JOBS = (source, jobs)
+        _FORKED_JOBS = (source, jobs, split)
         pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_one_thread)
         try:
             pending = [pool.submit(_forked_runs, index) for index in range(len(jobs))]
@@ -228,9 +230,9 @@ def _one_thread():
 def _forked_runs(index):
     """Job `index` of _runs' jobs, in a worker forked while _FORKED_JOBS held them. The records go
     back as torch.save bytes, as _isolated_runs' do."""
-    source, jobs = _FORKED_JOBS
+    source, jobs, split = _FORKED_JOBS
     replacements, seeds = jobs[index]
-    runs = [run_in_process(source, replacements, rng_seed=seed) for seed in seeds or (None,)]
+    runs = [run_in_process(source, replacements, rng_seed=seed, split=split) for seed in seeds or (None,)]
     buffer = io.BytesIO()
     torch.save(runs, buffer)
     return buffer.getvalue()
@@ -268,7 +270,7 @@ def _check_mutants(course, assignment_id, source, trace, points, device, progres
     survivors, forgeries = [], []
     jobs = [([(mutant.replaces, mutant.source)], ()) for mutant in chosen]
     for mutant, [(records, _)] in zip(chosen, _runs(course, assignment_id, source, jobs, device,
-                                                      f"mutants {assignment_id}", progress)):
+                                                      f"mutants {assignment_id}", progress, trace.split)):
         failed_cells = [v.grade_id for v in judge_notebook(trace, records) if not v.passed]
         lost = sum(points[g] for g in failed_cells)
         missed = [g for g in mutant.fails if g not in failed_cells]
@@ -303,7 +305,8 @@ def _check_alternatives(course, assignment_id, source, trace, points, device, pr
     candidates = share.share(candidates) if share is not None else candidates
     losers = []
     jobs = [(replacements, seeds) for _, _, replacements, _ in candidates]
-    outcomes = _runs(course, assignment_id, source, jobs, device, f"alternatives {assignment_id}", progress)
+    outcomes = _runs(course, assignment_id, source, jobs, device, f"alternatives {assignment_id}", progress,
+                     trace.split)
     for (name, how, _, declared), runs in zip(candidates, outcomes):
         lost, failure = 0.0, ""
         for seed, (records, errors) in zip(seeds, runs):

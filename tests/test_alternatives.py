@@ -11,6 +11,8 @@ from grader.provided import checks_source
 from grader.split import split_notebook
 from support import ASSIGNMENT_IDS
 
+NO_TRACE = Trace({}, [])   # for a gate whose runs and judge are faked
+
 
 def _cell(source, **nbgrader):
     return new_code_cell(source, metadata={"nbgrader": nbgrader} if nbgrader else {})
@@ -110,7 +112,7 @@ def test_a_cpu_only_alternative_is_not_run_on_a_gpu_and_the_gate_says_why(course
     import grader.gate as gate
     jobs_seen = []
 
-    def fake_runs(course, assignment_id, source, jobs, device, desc, progress):
+    def fake_runs(course, assignment_id, source, jobs, device, desc, progress, split=None):
         jobs_seen.extend(jobs)
         return [[([], [])] * len(seeds) for _, seeds in jobs]
 
@@ -118,12 +120,12 @@ def test_a_cpu_only_alternative_is_not_run_on_a_gpu_and_the_gate_says_why(course
     monkeypatch.setattr(gate, "judge_notebook", lambda trace, records: [])
     alternatives = load_alternatives(course, "a4_kv_cache")
     assert [a.name for a in alternatives if a.cpu_only] == ["float64_probs"]
-    on_gpu = gate._check_alternatives(course, "a4_kv_cache", None, None, {}, "cuda", False,
+    on_gpu = gate._check_alternatives(course, "a4_kv_cache", None, NO_TRACE, {}, "cuda", False,
                                         gate.AssignmentReport("a4"))
     assert len(jobs_seen) == len(alternatives)            # the solution, and every alternative but that one
     assert on_gpu.ok and "not run on cuda: float64_probs (on a CUDA device torch.multinomial" in on_gpu.detail
     jobs_seen.clear()
-    on_cpu = gate._check_alternatives(course, "a4_kv_cache", None, None, {}, None, False,
+    on_cpu = gate._check_alternatives(course, "a4_kv_cache", None, NO_TRACE, {}, None, False,
                                         gate.AssignmentReport("a4"))
     assert len(jobs_seen) == len(alternatives) + 1 and "not run" not in on_cpu.detail
 
@@ -134,7 +136,7 @@ def test_the_parts_of_a_gate_run_every_mutant_and_every_candidate_once(course, m
     import grader.gate as gate
     jobs_seen = []
 
-    def fake_runs(course, assignment_id, source, jobs, device, desc, progress):
+    def fake_runs(course, assignment_id, source, jobs, device, desc, progress, split=None):
         jobs_seen.extend(repr(job) for job in jobs)
         return [[({}, [])] * len(seeds or (None,)) for _, seeds in jobs]
 
@@ -145,10 +147,10 @@ def test_the_parts_of_a_gate_run_every_mutant_and_every_candidate_once(course, m
         jobs_seen.clear()
         for part in parts:
             if "mutants" in kinds:
-                gate._check_mutants(course, "a4_kv_cache", None, None, {}, None, False,
+                gate._check_mutants(course, "a4_kv_cache", None, NO_TRACE, {}, None, False,
                                     gate.AssignmentReport("a4"), share=part)
             if "alternatives" in kinds:
-                gate._check_alternatives(course, "a4_kv_cache", None, None, {}, None, False,
+                gate._check_alternatives(course, "a4_kv_cache", None, NO_TRACE, {}, None, False,
                                          gate.AssignmentReport("a4"), share=part)
         return list(jobs_seen)
 
@@ -175,6 +177,12 @@ def test_runs_in_forked_workers_record_what_runs_here_record(monkeypatch):
         results[workers] = list(gate._runs(None, "tiny", nb, jobs, None, "tiny", False))
     assert [len(runs) for runs in results["2"]] == [2, 1, 1]
     assert repr(results["1"]) == repr(results["2"])
+    # given the split of the test cells (the trace's), no run splits them again: the same records
+    splits = []
+    monkeypatch.setattr("grader.inprocess.split_notebook", lambda nb: splits.append(nb) or split_notebook(nb))
+    monkeypatch.setenv("GRADER_CHECK_WORKERS", "1")
+    given = list(gate._runs(None, "tiny", nb, jobs, None, "tiny", False, split_notebook(nb)))
+    assert splits == [] and repr(given) == repr(results["1"])
     assert results["2"][1][0][0]["test_double"]["observations"][0]["value"].tolist() == [0, 3, 6]
     assert results["2"][2][0][0]["test_double"]["observations"][0]["type"] == "ValueError"
 
@@ -206,7 +214,7 @@ def test_an_alternative_loses_exactly_the_cells_it_declares(monkeypatch):
 
     failing = {"": (), "declared": ("test_precision",), "keeps_it": (), "loses_more": ("test_precision", "test_values")}
 
-    def fake_runs(course, assignment_id, source, jobs, device, desc, progress):
+    def fake_runs(course, assignment_id, source, jobs, device, desc, progress, split=None):
         return [[(replacements, [])] * len(seeds) for replacements, seeds in jobs]
 
     def fake_judge(trace, replacements):           # the "records" of fake_runs: the replacement it ran
@@ -218,7 +226,7 @@ def test_an_alternative_loses_exactly_the_cells_it_declares(monkeypatch):
     alternatives = [Alternative(name, ("f",), "float32 inside", name, loses=("test_precision",))
                     for name in ("declared", "keeps_it", "loses_more")]
     report = gate.AssignmentReport("a5")
-    result = gate._check_alternatives(None, "a5", None, None, {"test_values": 3, "test_precision": 2}, None, False,
+    result = gate._check_alternatives(None, "a5", None, NO_TRACE, {"test_values": 3, "test_precision": 2}, None, False,
                                       report, alternatives=alternatives, minimum=1)
     assert not result.ok
     assert "declared loses" not in result.detail
