@@ -35,6 +35,10 @@ out/hub/ (checked not blank) and its expected text checked in the page:
   8. student A fetches feedback: every auto-graded cell at full marks; student B's shows the hidden
      test's failing message and not a line of the hidden tests' source.
 
+Stopping the hub then stops each course's service on JupyterHub's first signal, SIGINT, though the
+hub runs with SIGINT ignored, as a job a script starts in the background has it (no service waits
+JupyterHub's interrupt_timeout for SIGTERM).
+
 Needs the hub (`sudo make system-deps`: Chromium, Playwright, deploy/jupyterhub/install.sh, bubblewrap)
 and root or passwordless sudo; without them the test is skipped, unless REQUIRE_HUB=1 (CI) makes it fail.
 """
@@ -91,6 +95,9 @@ def hub(tmp_path_factory):
         yield running
     finally:
         running.stop()
+    sent = running.services_sent_sigterm()
+    assert sent == 0, (f"{sent} course service(s) ignored JupyterHub's SIGINT and were stopped with SIGTERM "
+                       f"after its interrupt_timeout (jupyterhub_config.py SERVICE_SERVER; log {running.log_path})")
 
 
 @pytest.fixture(scope="module")
@@ -244,6 +251,13 @@ def test_course_loop_on_jupyterhub(hub, browser):
     auto_max = sum(tests.values())
     course = deploy.course_folder(COURSE_ID)
     print(f"\nhub started in {hub.startup_s:.1f} s at {hub.url}")
+    laps, last = [], [t0]
+
+    def step_done(number):
+        """Note how long the step took (printed at the end: where the walk-through's time goes)."""
+        now = time.monotonic()
+        laps.append(f"{number}: {now - last[0]:.1f} s")
+        last[0] = now
 
     # 1. the instructor: their own server lists the course (Course List); the Formgrader is the course's
     #    service, run by the grader account
@@ -256,6 +270,8 @@ def test_course_loop_on_jupyterhub(hub, browser):
     listed.wait_for(timeout=60_000)
     assert f"/services/{COURSE_ID}/" in (listed.get_attribute("href") or ""), listed.get_attribute("href")
     shot(instructor, "01_instructor_course_list")
+
+    step_done(1)
 
     # 2. release a1 to the exchange from the course's Formgrader; the other course releases a2 beside it
     formgrader(instructor, hub)
@@ -274,6 +290,8 @@ def test_course_loop_on_jupyterhub(hub, browser):
     released = hub.as_user(deploy.grader_account(OTHER_COURSE), ["nbgrader", "release_assignment", OTHER_AID],
                            cwd=other)
     assert released.returncode == 0, f"the other course could not release {OTHER_AID}:\n{released.stderr}"
+
+    step_done(2)
 
     # 3. student A: Assignments only, their course's a1 and nothing of the other course, fetch, a
     #    correct solution, Validate, submit
@@ -324,6 +342,8 @@ def test_course_loop_on_jupyterhub(hub, browser):
     submit(student_a)
     shot(student_a, "07_student_a_submitted")
 
+    step_done(3)
+
     # 4. student B: a bug the visible tests miss
     student_b = login(browser, hub, STUDENT_B)
     open_assignments(student_b)
@@ -339,6 +359,8 @@ def test_course_loop_on_jupyterhub(hub, browser):
     submit(student_b)
     shot(student_b, "09_student_b_submitted")
 
+    step_done(4)
+
     # 5. the instructor collects in the course's Formgrader
     formgrader(instructor, hub)
     modal, text = formgrader_action(instructor, "collect")
@@ -346,6 +368,8 @@ def test_course_loop_on_jupyterhub(hub, browser):
     assert all(f"Collecting submission: {student} {AID}" in text for student in (STUDENT_A, STUDENT_B)), text
     shot(instructor, "10_instructor_collected")
     close_modal(instructor, modal)
+
+    step_done(5)
 
     # 6. student B cannot reach anyone else's work, from B's own terminal on the hub: each target
     #    exists (its owner sees it) and B's shell is refused with "Permission denied"
@@ -381,6 +405,8 @@ def test_course_loop_on_jupyterhub(hub, browser):
     answer = student_b.goto(f"{hub.url}/services/{COURSE_ID}/formgrader")
     assert answer.status == 403, f"the course's Formgrader answered student B with {answer.status}"
     assert "Formgrader" not in student_b.locator("body").inner_text()
+
+    step_done(6)
 
     # 7. the TA grades in the course's service: a terminal there runs as the grader account, in the
     #    course folder; sandboxed as that account when bubblewrap can make its namespaces for an
@@ -454,6 +480,8 @@ def test_course_loop_on_jupyterhub(hub, browser):
         assert f"{score:g} / {total:g}" in row.inner_text(), row.inner_text()
     shot(instructor, "16_instructor_sees_the_same_gradebook")
 
+    step_done(7)
+
     # 8. the students read their feedback
     url = open_feedback(student_a, hub, STUDENT_A)
     shot(student_a, "17_student_a_feedback_fetched")
@@ -478,5 +506,6 @@ def test_course_loop_on_jupyterhub(hub, browser):
     student_b.get_by_text(BUG_HINT).first.scroll_into_view_if_needed()
     shot(student_b, "19_student_b_feedback_hidden_test_message")
 
+    step_done(8)
     print(f"hub walk-through: {time.monotonic() - t0:.0f} s (hub start-up {hub.startup_s:.1f} s; grading 2 "
-          f"submissions in the TA's terminal {grading_s:.1f} s)")
+          f"submissions in the TA's terminal {grading_s:.1f} s); by step: {', '.join(laps)}")
