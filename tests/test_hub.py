@@ -121,20 +121,36 @@ def shot(page, name, full_page=False):
     return path
 
 
-def login(browser, hub, user):
-    """A fresh browser context (its own cookies) logged in as user; returns the page on JupyterLab."""
-    started = time.monotonic()
+LOGIN_SUBMITTED = {}   # user: when start_login submitted their login (time.monotonic())
+
+
+def start_login(browser, hub, user):
+    """A fresh browser context (its own cookies) submitting user's login; returns the page, on which the
+    hub spawns the user's server and then loads JupyterLab, in the browser, while the test goes on
+    with another user (login_done waits for it)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(90_000)
+    LOGIN_SUBMITTED[user] = time.monotonic()
     page.goto(f"{hub.url}/hub/login")
     page.fill("#username_input", user)
     page.fill("#password_input", hub.passwords[user])
     page.click("#login_submit")
+    return page
+
+
+def login_done(page, user):
+    """The page of start_login once on the user's JupyterLab, its menus loaded."""
     page.wait_for_url(f"**/user/{user}/lab**", timeout=150_000)   # the hub spawns the server first
     page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").wait_for(timeout=120_000)
-    print(f"{user}: logged in, server spawned, JupyterLab ready in {time.monotonic() - started:.1f} s")
+    print(f"{user}: logged in, server spawned, JupyterLab ready {time.monotonic() - LOGIN_SUBMITTED[user]:.1f} s after "
+          "submitting the login")
     return page
+
+
+def login(browser, hub, user):
+    """A fresh browser context logged in as user; returns the page on JupyterLab."""
+    return login_done(start_login(browser, hub, user), user)
 
 
 def nbgrader_menu(page):
@@ -208,6 +224,17 @@ def open_terminal(page, base):
     return terminal
 
 
+def paste(terminal, text):
+    """Paste text into a terminal, as a user pastes a long command (the browser's paste event, which
+    xterm.js reads; typing it key by key takes Playwright seconds)."""
+    terminal.locator(".xterm-helper-textarea").evaluate(
+        """(area, text) => {
+            const data = new DataTransfer();
+            data.setData("text/plain", text);
+            area.dispatchEvent(new ClipboardEvent("paste", {clipboardData: data, bubbles: true, cancelable: true}));
+        }""", text)
+
+
 def terminal_lines(terminal):
     return [line.strip() for line in terminal.locator(".xterm-accessibility-tree").inner_text().splitlines()]
 
@@ -262,6 +289,7 @@ def test_course_loop_on_jupyterhub(hub, browser):
     # 1. the instructor: their own server lists the course (Course List); the Formgrader is the course's
     #    service, run by the grader account
     instructor = login(browser, hub, INSTRUCTOR)
+    student_a = start_login(browser, hub, STUDENT_A)   # A's server starts while the instructor works
     items = nbgrader_menu(instructor)
     assert "Course List" in items and not {"Formgrader", "Assignment List"} & set(items), items
     shot(instructor, "01_instructor_nbgrader_menu")
@@ -299,7 +327,8 @@ def test_course_loop_on_jupyterhub(hub, browser):
 
     from grader.samples import buggy_submission, perfect_submission
 
-    student_a = login(browser, hub, STUDENT_A)
+    login_done(student_a, STUDENT_A)
+    student_b = start_login(browser, hub, STUDENT_B)   # B's server starts while A works
     items = nbgrader_menu(student_a)
     assert "Formgrader" not in items and "Course List" not in items, f"a student sees instructor tools: {items}"
     student_a.keyboard.press("Escape")
@@ -345,7 +374,8 @@ def test_course_loop_on_jupyterhub(hub, browser):
     step_done(3)
 
     # 4. student B: a bug the visible tests miss
-    student_b = login(browser, hub, STUDENT_B)
+    login_done(student_b, STUDENT_B)
+    ta = start_login(browser, hub, TA)                 # the TA's server starts while B works
     open_assignments(student_b)
     fetch(student_b)
     buggy, mutant = buggy_submission(COURSE, AID, BUG)
@@ -381,15 +411,18 @@ def test_course_loop_on_jupyterhub(hub, browser):
                f"{course}/mutants/{AID}.py": GRADER,
                f"{deploy.home(TA)}": TA,                                                # a grader's home
                f"{deploy.home(OTHER_STUDENT)}": OTHER_STUDENT}                          # the other course's student
-    for target, owner in targets.items():
-        assert hub.as_user(owner, ["test", "-e", target]).returncode == 0, f"{target} does not exist"
+    for owner in dict.fromkeys(targets.values()):
+        theirs = [target for target, of in targets.items() if of == owner]
+        missing = hub.as_user(owner, ["sh", "-c", 'for f; do test -e "$f" || echo "$f"; done', "sh", *theirs])
+        assert missing.returncode == 0 and not missing.stdout.strip(), f"as {owner}, missing: {missing.stdout}"
     terminal = open_terminal(student_b, f"{hub.url}/user/{STUDENT_B}")
     expect(terminal.locator(".xterm-accessibility-tree")).to_contain_text(f"{STUDENT_B}@", timeout=30_000)  # prompt
     terminal.locator(".xterm-helper-textarea").focus()
     script = ("id -un; for f in " + " ".join(targets) + "; do if [ -d $f ]; then e=$(ls $f 2>&1 >/dev/null); "
               "else e=$(cat $f 2>&1 >/dev/null); fi; case $e in *'Permission denied'*) echo DENIED $f;; "
               "'') echo READABLE $f;; *) echo OTHER $f;; esac; done; echo CHECKS-DONE")
-    student_b.keyboard.type(script + "\n")
+    paste(terminal, script)
+    student_b.keyboard.press("Enter")
     wait_until(lambda: "CHECKS-DONE" in terminal_lines(terminal), 30, f"{STUDENT_B}'s checks to finish in the terminal")
     lines = terminal_lines(terminal)
     assert STUDENT_B in lines, f"the terminal does not run as {STUDENT_B}: {lines[:6]}"
@@ -413,7 +446,7 @@ def test_course_loop_on_jupyterhub(hub, browser):
     #    unprivileged user here, else (e.g. a container where only root may) as root, as CI may
     probe = hub.as_user(GRADER, ["python", "-c", "from grader.sandbox import check_available; check_available()"],
                         cwd=course)
-    ta = login(browser, hub, TA)
+    login_done(ta, TA)
     items = nbgrader_menu(ta)
     assert "Course List" in items and "Assignment List" not in items, items
     ta.keyboard.press("Escape")
@@ -425,8 +458,9 @@ def test_course_loop_on_jupyterhub(hub, browser):
     expect(terminal.locator(".xterm-accessibility-tree")).to_contain_text(f"{GRADER}@", timeout=30_000)
     terminal.locator(".xterm-helper-textarea").focus()
     if probe.returncode == 0:
-        ta.keyboard.type(f"cd {course} && id -un && {autograde} > {logs['autograde']} 2>&1; echo AUTOGRADE-EXIT-$?; "
-                         f"{feedback} > {logs['feedback']} 2>&1; echo FEEDBACK-EXIT-$?\n")
+        paste(terminal, f"cd {course} && id -un && {autograde} > {logs['autograde']} 2>&1; echo AUTOGRADE-EXIT-$?; "
+                        f"{feedback} > {logs['feedback']} 2>&1; echo FEEDBACK-EXIT-$?")
+        ta.keyboard.press("Enter")
         wait_until(lambda: any(re.fullmatch(r"FEEDBACK-EXIT-\d+", line) for line in terminal_lines(terminal)), 600,
                    "the TA's grading in the service's terminal")
         lines = terminal_lines(terminal)
