@@ -53,10 +53,25 @@ def test_required_parts_fail_instead_of_skipping(tmp_path):
 # under /root, a conda base or a venv in a private home): `sudo make system-deps` and `.ci/run` go
 # through .ci/install_test_deps.sh, which leaves the choice to deploy/jupyterhub/find_python.sh.
 
-def _folder(mode):
-    folder = Path(tempfile.mkdtemp(prefix="hub-python-"))
+def _folder(mode, under=None):
+    folder = Path(tempfile.mkdtemp(prefix="hub-python-", dir=under))
     folder.chmod(mode)
     return folder
+
+
+def _in_memory(room_gib=8):
+    """/dev/shm when it is a tmpfs with room for a throwaway hub environment (3 GB, and pip's unpacking
+    beside it) and the memory to hold it, else None (the default temporary folder). There its files never
+    reach the disk, and removing them takes a second: on a disk mounted with `discard`, as this machine's
+    is, unlinking 3 GB of files takes minutes."""
+    shm = Path("/dev/shm")
+    try:
+        with open("/proc/meminfo") as meminfo:
+            available = next(int(line.split()[1]) * 1024 for line in meminfo if line.startswith("MemAvailable:"))
+        usable = shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) and shutil.disk_usage(shm).free
+    except (OSError, StopIteration):
+        return None
+    return shm if usable and min(usable, available) >= room_gib * 2**30 else None
 
 
 def _python_wrapper(folder, name="python3.11"):
@@ -131,13 +146,19 @@ def test_a_course_hub_python_the_user_set_is_passed_on_and_refused_with_a_clear_
 def test_ci_install_step_makes_a_hub_environment_past_a_private_python(private_python):
     """`.ci/run`'s install step on a machine without the hub environment (COURSE_HUB_ENV points at a
     new folder), the first python3.11 on PATH private: it completes, from another interpreter."""
-    hub_env_parent = _folder(0o755)
+    hub_env_parent = _folder(0o755, under=_in_memory())
     hub_env = hub_env_parent / "venv"
+    unpacking = hub_env_parent / "tmp"      # pip's temporary folder, beside the environment
+    unpacking.mkdir()
     try:
         # this environment is thrown away: pip writes no bytecode for its 3 GB (PIP_NO_COMPILE=0 is pip's
-        # --no-compile: a boolean option's variable sets its destination, `compile`)
+        # --no-compile: a boolean option's variable sets its destination, `compile`); the commands that
+        # configure it (jupyter labextension, jupyter server extension, jupyterhub --version) write the
+        # bytecode of what they import, so that each one after the first does not compile it again
+        # (PYTHONDONTWRITEBYTECODE empty is unset)
         run = run_install_test_deps(REPO / ".ci" / "install_test_deps.sh", private_python, os.environ["PATH"],
-                                    COURSE_HUB_ENV=str(hub_env), PIP_NO_COMPILE="0")
+                                    COURSE_HUB_ENV=str(hub_env), PIP_NO_COMPILE="0", PYTHONDONTWRITEBYTECODE="",
+                                    TMPDIR=str(unpacking))
         output = run.stdout + run.stderr
         assert run.returncode == 0, output[-4000:]
         assert "install.sh: hub ready" in output, output[-4000:]

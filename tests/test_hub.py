@@ -35,6 +35,10 @@ out/hub/ (checked not blank) and its expected text checked in the page:
   8. student A fetches feedback: every auto-graded cell at full marks; student B's shows the hidden
      test's failing message and not a line of the hidden tests' source.
 
+Stopping the hub then stops each course's service on JupyterHub's first signal, SIGINT, though the
+hub runs with SIGINT ignored, as a job a script starts in the background has it (no service waits
+JupyterHub's interrupt_timeout for SIGTERM).
+
 Needs the hub (`sudo make system-deps`: Chromium, Playwright, deploy/jupyterhub/install.sh, bubblewrap)
 and root or passwordless sudo; without them the test is skipped, unless REQUIRE_HUB=1 (CI) makes it fail.
 """
@@ -91,6 +95,9 @@ def hub(tmp_path_factory):
         yield running
     finally:
         running.stop()
+    sent = running.services_sent_sigterm()
+    assert sent == 0, (f"{sent} course service(s) ignored JupyterHub's SIGINT and were stopped with SIGTERM "
+                       f"after its interrupt_timeout (jupyterhub_config.py SERVICE_SERVER; log {running.log_path})")
 
 
 @pytest.fixture(scope="module")
@@ -114,20 +121,36 @@ def shot(page, name, full_page=False):
     return path
 
 
-def login(browser, hub, user):
-    """A fresh browser context (its own cookies) logged in as user; returns the page on JupyterLab."""
-    started = time.monotonic()
+LOGIN_SUBMITTED = {}   # user: when start_login submitted their login (time.monotonic())
+
+
+def start_login(browser, hub, user):
+    """A fresh browser context (its own cookies) submitting user's login; returns the page, on which the
+    hub spawns the user's server and then loads JupyterLab, in the browser, while the test goes on
+    with another user (login_done waits for it)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(90_000)
+    LOGIN_SUBMITTED[user] = time.monotonic()
     page.goto(f"{hub.url}/hub/login")
     page.fill("#username_input", user)
     page.fill("#password_input", hub.passwords[user])
     page.click("#login_submit")
+    return page
+
+
+def login_done(page, user):
+    """The page of start_login once on the user's JupyterLab, its menus loaded."""
     page.wait_for_url(f"**/user/{user}/lab**", timeout=150_000)   # the hub spawns the server first
     page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").wait_for(timeout=120_000)
-    print(f"{user}: logged in, server spawned, JupyterLab ready in {time.monotonic() - started:.1f} s")
+    print(f"{user}: logged in, server spawned, JupyterLab ready {time.monotonic() - LOGIN_SUBMITTED[user]:.1f} s after "
+          "submitting the login")
     return page
+
+
+def login(browser, hub, user):
+    """A fresh browser context logged in as user; returns the page on JupyterLab."""
+    return login_done(start_login(browser, hub, user), user)
 
 
 def nbgrader_menu(page):
@@ -201,6 +224,17 @@ def open_terminal(page, base):
     return terminal
 
 
+def paste(terminal, text):
+    """Paste text into a terminal, as a user pastes a long command (the browser's paste event, which
+    xterm.js reads; typing it key by key takes Playwright seconds)."""
+    terminal.locator(".xterm-helper-textarea").evaluate(
+        """(area, text) => {
+            const data = new DataTransfer();
+            data.setData("text/plain", text);
+            area.dispatchEvent(new ClipboardEvent("paste", {clipboardData: data, bubbles: true, cancelable: true}));
+        }""", text)
+
+
 def terminal_lines(terminal):
     return [line.strip() for line in terminal.locator(".xterm-accessibility-tree").inner_text().splitlines()]
 
@@ -244,10 +278,18 @@ def test_course_loop_on_jupyterhub(hub, browser):
     auto_max = sum(tests.values())
     course = deploy.course_folder(COURSE_ID)
     print(f"\nhub started in {hub.startup_s:.1f} s at {hub.url}")
+    laps, last = [], [t0]
+
+    def step_done(number):
+        """Note how long the step took (printed at the end: where the walk-through's time goes)."""
+        now = time.monotonic()
+        laps.append(f"{number}: {now - last[0]:.1f} s")
+        last[0] = now
 
     # 1. the instructor: their own server lists the course (Course List); the Formgrader is the course's
     #    service, run by the grader account
     instructor = login(browser, hub, INSTRUCTOR)
+    student_a = start_login(browser, hub, STUDENT_A)   # A's server starts while the instructor works
     items = nbgrader_menu(instructor)
     assert "Course List" in items and not {"Formgrader", "Assignment List"} & set(items), items
     shot(instructor, "01_instructor_nbgrader_menu")
@@ -256,6 +298,8 @@ def test_course_loop_on_jupyterhub(hub, browser):
     listed.wait_for(timeout=60_000)
     assert f"/services/{COURSE_ID}/" in (listed.get_attribute("href") or ""), listed.get_attribute("href")
     shot(instructor, "01_instructor_course_list")
+
+    step_done(1)
 
     # 2. release a1 to the exchange from the course's Formgrader; the other course releases a2 beside it
     formgrader(instructor, hub)
@@ -275,13 +319,16 @@ def test_course_loop_on_jupyterhub(hub, browser):
                            cwd=other)
     assert released.returncode == 0, f"the other course could not release {OTHER_AID}:\n{released.stderr}"
 
+    step_done(2)
+
     # 3. student A: Assignments only, their course's a1 and nothing of the other course, fetch, a
     #    correct solution, Validate, submit
     from playwright.sync_api import expect
 
     from grader.samples import buggy_submission, perfect_submission
 
-    student_a = login(browser, hub, STUDENT_A)
+    login_done(student_a, STUDENT_A)
+    student_b = start_login(browser, hub, STUDENT_B)   # B's server starts while A works
     items = nbgrader_menu(student_a)
     assert "Formgrader" not in items and "Course List" not in items, f"a student sees instructor tools: {items}"
     student_a.keyboard.press("Escape")
@@ -324,8 +371,11 @@ def test_course_loop_on_jupyterhub(hub, browser):
     submit(student_a)
     shot(student_a, "07_student_a_submitted")
 
+    step_done(3)
+
     # 4. student B: a bug the visible tests miss
-    student_b = login(browser, hub, STUDENT_B)
+    login_done(student_b, STUDENT_B)
+    ta = start_login(browser, hub, TA)                 # the TA's server starts while B works
     open_assignments(student_b)
     fetch(student_b)
     buggy, mutant = buggy_submission(COURSE, AID, BUG)
@@ -339,6 +389,8 @@ def test_course_loop_on_jupyterhub(hub, browser):
     submit(student_b)
     shot(student_b, "09_student_b_submitted")
 
+    step_done(4)
+
     # 5. the instructor collects in the course's Formgrader
     formgrader(instructor, hub)
     modal, text = formgrader_action(instructor, "collect")
@@ -346,6 +398,8 @@ def test_course_loop_on_jupyterhub(hub, browser):
     assert all(f"Collecting submission: {student} {AID}" in text for student in (STUDENT_A, STUDENT_B)), text
     shot(instructor, "10_instructor_collected")
     close_modal(instructor, modal)
+
+    step_done(5)
 
     # 6. student B cannot reach anyone else's work, from B's own terminal on the hub: each target
     #    exists (its owner sees it) and B's shell is refused with "Permission denied"
@@ -357,15 +411,18 @@ def test_course_loop_on_jupyterhub(hub, browser):
                f"{course}/mutants/{AID}.py": GRADER,
                f"{deploy.home(TA)}": TA,                                                # a grader's home
                f"{deploy.home(OTHER_STUDENT)}": OTHER_STUDENT}                          # the other course's student
-    for target, owner in targets.items():
-        assert hub.as_user(owner, ["test", "-e", target]).returncode == 0, f"{target} does not exist"
+    for owner in dict.fromkeys(targets.values()):
+        theirs = [target for target, of in targets.items() if of == owner]
+        missing = hub.as_user(owner, ["sh", "-c", 'for f; do test -e "$f" || echo "$f"; done', "sh", *theirs])
+        assert missing.returncode == 0 and not missing.stdout.strip(), f"as {owner}, missing: {missing.stdout}"
     terminal = open_terminal(student_b, f"{hub.url}/user/{STUDENT_B}")
     expect(terminal.locator(".xterm-accessibility-tree")).to_contain_text(f"{STUDENT_B}@", timeout=30_000)  # prompt
     terminal.locator(".xterm-helper-textarea").focus()
     script = ("id -un; for f in " + " ".join(targets) + "; do if [ -d $f ]; then e=$(ls $f 2>&1 >/dev/null); "
               "else e=$(cat $f 2>&1 >/dev/null); fi; case $e in *'Permission denied'*) echo DENIED $f;; "
               "'') echo READABLE $f;; *) echo OTHER $f;; esac; done; echo CHECKS-DONE")
-    student_b.keyboard.type(script + "\n")
+    paste(terminal, script)
+    student_b.keyboard.press("Enter")
     wait_until(lambda: "CHECKS-DONE" in terminal_lines(terminal), 30, f"{STUDENT_B}'s checks to finish in the terminal")
     lines = terminal_lines(terminal)
     assert STUDENT_B in lines, f"the terminal does not run as {STUDENT_B}: {lines[:6]}"
@@ -382,12 +439,14 @@ def test_course_loop_on_jupyterhub(hub, browser):
     assert answer.status == 403, f"the course's Formgrader answered student B with {answer.status}"
     assert "Formgrader" not in student_b.locator("body").inner_text()
 
+    step_done(6)
+
     # 7. the TA grades in the course's service: a terminal there runs as the grader account, in the
     #    course folder; sandboxed as that account when bubblewrap can make its namespaces for an
     #    unprivileged user here, else (e.g. a container where only root may) as root, as CI may
     probe = hub.as_user(GRADER, ["python", "-c", "from grader.sandbox import check_available; check_available()"],
                         cwd=course)
-    ta = login(browser, hub, TA)
+    login_done(ta, TA)
     items = nbgrader_menu(ta)
     assert "Course List" in items and "Assignment List" not in items, items
     ta.keyboard.press("Escape")
@@ -399,8 +458,9 @@ def test_course_loop_on_jupyterhub(hub, browser):
     expect(terminal.locator(".xterm-accessibility-tree")).to_contain_text(f"{GRADER}@", timeout=30_000)
     terminal.locator(".xterm-helper-textarea").focus()
     if probe.returncode == 0:
-        ta.keyboard.type(f"cd {course} && id -un && {autograde} > {logs['autograde']} 2>&1; echo AUTOGRADE-EXIT-$?; "
-                         f"{feedback} > {logs['feedback']} 2>&1; echo FEEDBACK-EXIT-$?\n")
+        paste(terminal, f"cd {course} && id -un && {autograde} > {logs['autograde']} 2>&1; echo AUTOGRADE-EXIT-$?; "
+                        f"{feedback} > {logs['feedback']} 2>&1; echo FEEDBACK-EXIT-$?")
+        ta.keyboard.press("Enter")
         wait_until(lambda: any(re.fullmatch(r"FEEDBACK-EXIT-\d+", line) for line in terminal_lines(terminal)), 600,
                    "the TA's grading in the service's terminal")
         lines = terminal_lines(terminal)
@@ -454,6 +514,8 @@ def test_course_loop_on_jupyterhub(hub, browser):
         assert f"{score:g} / {total:g}" in row.inner_text(), row.inner_text()
     shot(instructor, "16_instructor_sees_the_same_gradebook")
 
+    step_done(7)
+
     # 8. the students read their feedback
     url = open_feedback(student_a, hub, STUDENT_A)
     shot(student_a, "17_student_a_feedback_fetched")
@@ -478,5 +540,6 @@ def test_course_loop_on_jupyterhub(hub, browser):
     student_b.get_by_text(BUG_HINT).first.scroll_into_view_if_needed()
     shot(student_b, "19_student_b_feedback_hidden_test_message")
 
+    step_done(8)
     print(f"hub walk-through: {time.monotonic() - t0:.0f} s (hub start-up {hub.startup_s:.1f} s; grading 2 "
-          f"submissions in the TA's terminal {grading_s:.1f} s)")
+          f"submissions in the TA's terminal {grading_s:.1f} s); by step: {', '.join(laps)}")

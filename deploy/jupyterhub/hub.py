@@ -300,9 +300,9 @@ class Hub:
 
     def stop(self, timeout=90):
         """SIGTERM: JupyterHub stops the courses' services, the users' servers and its proxy
-        (cleanup_servers), then exits (each service takes up to 15 s: JupyterHub sends SIGINT, waits
-        10 s, then SIGTERM); whatever is left of its process group, and of the servers it started
-        (each in a session of its own), is killed."""
+        (cleanup_servers), then exits (it sends each server SIGINT, which stops it in a second or
+        two; SIGTERM only after 30 s, its interrupt_timeout); whatever is left of its process group,
+        and of the servers it started (each in a session of its own), is killed."""
         if self.proc is None:
             return
         started = _descendants(self.proc.pid)

@@ -86,18 +86,35 @@ install -D -m 0644 "$here/lab_overrides.json" "$HUB_ENV/share/jupyter/lab/settin
 # nbgrader's extensions: the students' view for every account (Assignments list and Validate); the
 # instructor's tools off here, switched on in the instructor's own configuration (users.sh). Unlocked
 # after disabling (JupyterLab locks what it disables), so that the instructor's user-level enable counts.
-instructor_lab=(@jupyter/nbgrader:formgrader @jupyter/nbgrader:course-list @jupyter/nbgrader:create-assignment)
-instructor_server=(nbgrader.server_extensions.formgrader nbgrader.server_extensions.course_list)
-# (done when the last one is listed unlocked: "...": false under lockedExtensions)
-if ! grep -q '"@jupyter/nbgrader:create-assignment": false' "$HUB_ENV/etc/jupyter/labconfig/page_config.json" 2>/dev/null; then
-    (cd / && "$HUB_ENV/bin/jupyter" labextension disable --level=sys_prefix "${instructor_lab[@]}" >/dev/null 2>&1)
-    (cd / && "$HUB_ENV/bin/jupyter" labextension unlock --level=sys_prefix "${instructor_lab[@]}" >/dev/null 2>&1)
-fi
-for module in "${instructor_server[@]}"; do
-    if [ ! -e "$HUB_ENV/etc/jupyter/jupyter_server_config.d/$module.json" ]; then
-        (cd / && "$HUB_ENV/bin/jupyter" server extension disable --sys-prefix "$module" >/dev/null 2>&1)
-    fi
-done
+# Written as `jupyter labextension disable|unlock --level=sys_prefix` (etc/jupyter/labconfig/page_config.json)
+# and `jupyter server extension disable --sys-prefix` (etc/jupyter/jupyter_server_config.d/MODULE.json)
+# write them, by one Python instead of four jupyter commands that take seconds each to start. Done when
+# the last lab extension is listed unlocked ("...": false under lockedExtensions); a server extension's
+# file, once there, is left as it is.
+"$HUB_ENV/bin/python" - "$HUB_ENV/etc/jupyter" <<'PY'
+import json, os, sys
+etc = sys.argv[1]
+instructor_lab = ["@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:course-list", "@jupyter/nbgrader:create-assignment"]
+instructor_server = ["nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list"]
+
+def write(path, config):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(config, f, indent=2)
+    os.chmod(path, 0o644)
+
+page_config = os.path.join(etc, "labconfig", "page_config.json")
+config = json.load(open(page_config)) if os.path.exists(page_config) else {}
+if config.get("lockedExtensions", {}).get(instructor_lab[-1]) is not False:
+    for extension in instructor_lab:
+        config.setdefault("disabledExtensions", {})[extension] = True
+        config.setdefault("lockedExtensions", {})[extension] = False
+    write(page_config, config)
+for module in instructor_server:
+    path = os.path.join(etc, "jupyter_server_config.d", f"{module}.json")
+    if not os.path.exists(path):
+        write(path, {"ServerApp": {"jpserver_extensions": {module: False}}})
+PY
 
 # 4. the users
 bash "$here/users.sh" "$HUB_ENV"

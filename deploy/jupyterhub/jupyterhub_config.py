@@ -103,6 +103,15 @@ c.JupyterHub.load_roles = [
     # which courses its user grades)
     {"name": "server", "scopes": ["inherit"]},
 ]
+# A service's JupyterLab is jupyterhub-singleuser, run so that SIGINT stops it whatever the hub
+# inherited. JupyterHub starts the services before it sets its own signal handlers, so a service
+# inherits the hub's launcher's SIGINT: a hub started in the background by a script (`make hub &`,
+# a CI job) ignores SIGINT, and so would each service, and JupyterHub would wait its interrupt_timeout
+# (30 s) per service on every stop before sending SIGTERM. The users' servers, started later, are not
+# affected; this restores for the services what Python gives a process whose SIGINT was left alone.
+SERVICE_SERVER = [str(HUB_ENV / "bin" / "python"), "-c",
+                  "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                  "from jupyterhub.singleuser import main; sys.exit(main())"]
 c.JupyterHub.services = []
 for number, course in enumerate(COURSES):
     graders = members(course, "instructor", "ta")
@@ -118,7 +127,7 @@ for number, course in enumerate(COURSES):
     c.JupyterHub.services.append({
         "name": course,
         "url": f"http://127.0.0.1:{SERVICE_PORT + number}",
-        "command": [str(HUB_ENV / "bin" / "jupyterhub-singleuser"), TERMINAL],
+        "command": [*SERVICE_SERVER, TERMINAL],
         "user": account,                               # started as the grader account (setuid, as a spawner does)
         "cwd": str(Path("~" + account).expanduser()),
         "environment": {**ENVIRONMENT, "GRADER_COURSE_ID": course, "JUPYTERHUB_DEFAULT_URL": "/lab"},

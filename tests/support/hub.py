@@ -7,6 +7,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -114,7 +115,7 @@ class RunningHub:
                    "--state", str(self.tmp / "hub-state"), "--exchange", str(self.exchange), "--reset",
                    "--passwords-file", str(password_file), "--log", str(self.log_path)]
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=_ignore_sigint)
         up = threading.Event()
 
         def read():
@@ -152,6 +153,15 @@ class RunningHub:
         finally:
             self.remove_accounts()
 
+    def services_sent_sigterm(self):
+        """How many of the courses' services the last stop had to send SIGTERM: JupyterHub stops each
+        with SIGINT first, and a service that stops on it logs "Interrupted...", one that ignores it
+        is sent SIGTERM after interrupt_timeout (30 s) and logs "received signal 15"."""
+        stopping = re.search(r"Cleaning up \d+ services(.*?)Cleaning up single-user servers",
+                             self.log_path.read_text(), re.DOTALL)
+        assert stopping, f"JupyterHub's log ({self.log_path}) does not show it stopping the services"
+        return stopping.group(1).count("received signal 15")
+
     def as_user(self, user, command, cwd=None, env=None, input=None, timeout=600):
         """Run command as a hub user (hub.py as): the user's HOME, the hub environment, the hub's
         exchange; returns the CompletedProcess (text)."""
@@ -161,3 +171,8 @@ class RunningHub:
                 "--", *map(str, command)]
         return subprocess.run(argv, input=input, capture_output=True, text=True, timeout=timeout)
 
+
+def _ignore_sigint():
+    """hub.py's SIGINT ignored, as a job a script starts in the background (`make hub &`, a CI step)
+    has it: what JupyterHub passes on to the courses' services (jupyterhub_config.py)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
