@@ -119,17 +119,110 @@ def test_forbidden_call_check_works_without_importing_dynamo():
     assert _imports_after(code).split() == ["True", "False"]
 
 
-def test_prelude_flop_counter_counts_the_same_without_dynamo():
+def test_prelude_flop_counter_counts_without_importing_dynamo():
     code = (
         "import sys, torch\n"
         "from torch.utils.flop_counter import FlopCounterMode\n"
-        "from grader.runtime.record import flop_counter_without_dynamo\n"
-        "flop_counter_without_dynamo()\n"
+        "from grader.runtime.record import fast_flop_counter\n"
+        "fast_flop_counter()\n"
         "with FlopCounterMode(display=False) as counter:\n"
         "    torch.randn(4, 5) @ torch.randn(5, 6)\n"
         "    torch.randn(2, 4, 5).bmm(torch.randn(2, 5, 3))\n"
         "print(counter.get_total_flops(), 'torch._dynamo' in sys.modules)\n")
     assert _imports_after(code).split() == [str(2 * 4 * 5 * 6 + 2 * 2 * 4 * 5 * 3), "False"]
+
+
+@pytest.fixture
+def torch_flop_counter():
+    """FlopCounterMode with torch's own dispatch method (unwrapped) for the test; afterwards as it was."""
+    from torch.utils.flop_counter import _FlopCounterMode
+    saved = _FlopCounterMode.__dict__["__torch_dispatch__"]
+    own = getattr(saved, "replaces", saved)   # the fast path may be in place already (an in-process gate ran here)
+    _FlopCounterMode.__torch_dispatch__ = getattr(own, "__wrapped__", own)
+    try:
+        yield _FlopCounterMode
+    finally:
+        _FlopCounterMode.__torch_dispatch__ = saved
+
+
+def _flop_workload():
+    """Forward and backward through a transformer layer, sdpa, einsum, baddbmm, addmm, a convolution, and a
+    forward under inference_mode: ops in torch's FLOP registry, ops that decompose in the mode and ops that do
+    neither."""
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(50, 32), nn.TransformerEncoderLayer(32, 4, 64, batch_first=True),
+                          nn.LayerNorm(32), nn.Linear(32, 50))
+    tokens = torch.randint(0, 50, (3, 9), generator=torch.Generator().manual_seed(1))
+
+    def work():
+        logits = model(tokens)
+        F.cross_entropy(logits.flatten(0, 1), tokens.flatten()).backward()
+        q = torch.randn(2, 4, 9, 8, requires_grad=True)
+        F.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward()
+        torch.einsum("bij,bjk->bik", torch.randn(2, 3, 4), torch.randn(2, 4, 5))
+        torch.baddbmm(torch.randn(2, 3, 5), torch.randn(2, 3, 4), torch.randn(2, 4, 5))
+        torch.addmm(torch.randn(5), torch.randn(3, 4), torch.randn(4, 5))
+        with torch.no_grad():
+            nn.Conv1d(3, 4, 3)(torch.randn(2, 3, 10))
+        with torch.inference_mode():   # composite ops (linear, matmul, einsum) reach the mode here and decompose
+            model(tokens)
+            torch.einsum("ij,jk->ik", torch.randn(2, 3), torch.randn(3, 4))
+    return work
+
+
+def _count(work, **options):
+    from torch.utils.flop_counter import FlopCounterMode
+    with FlopCounterMode(display=False, **options) as counter:
+        work()
+    return counter.get_total_flops(), counter.get_flop_counts()
+
+
+def test_fast_flop_counter_counts_what_torch_counts(torch_flop_counter):
+    """The grader's FlopCounterMode dispatch (grader/runtime/record.py fast_flop_counter) gives the totals, the
+    per-module and per-operator counts that torch's own method gives, for ops in the FLOP registry,
+    ops that decompose first and ops that do neither; and it is in place on the course's torch."""
+    from grader.runtime.record import fast_flop_counter
+    work = _flop_workload()
+    expected = _count(work)
+    assert expected[0] > 0 and "Sequential.1.self_attn" in expected[1]
+    fast_flop_counter()
+    assert getattr(torch_flop_counter.__torch_dispatch__, "course_fast_path", False), (
+        "the fast FlopCounterMode dispatch is not installed on this torch: if torch changed, compare its "
+        "flop_counter.py with fast_flop_counter() and add the new fingerprint there")
+    assert _count(work) == expected
+    fast_flop_counter()   # a second call keeps the one in place
+    assert _count(work) == expected
+
+
+def test_fast_flop_counter_gives_custom_formulas_what_torch_gives_them(torch_flop_counter):
+    """A custom_mapping formula (wrapped by torch's shape_wrapper, or raw) receives the same shapes and values."""
+    from grader.runtime.record import fast_flop_counter
+    aten = torch.ops.aten
+    calls = []
+
+    def mm_formula(a_shape, b_shape, *args, out_shape=None, **kwargs):
+        calls.append(("mm", a_shape, b_shape, args, out_shape, kwargs))
+        return 7
+
+    def raw_bmm(a, b, *args, out_val=None, **kwargs):
+        calls.append(("bmm", a.shape, b.shape, args, out_val.shape, kwargs))
+        return 5
+    raw_bmm._get_raw = True
+
+    def work():
+        torch.randn(3, 4) @ torch.randn(4, 5)
+        torch.randn(2, 3, 4) @ torch.randn(2, 4, 5)
+        torch.addmm(torch.randn(5), torch.randn(3, 4), torch.randn(4, 5), beta=0.5)
+
+    mapping = {aten.mm: mm_formula, aten.bmm: raw_bmm, aten.addmm: mm_formula}
+    expected = _count(work, custom_mapping=mapping)
+    expected_calls, calls[:] = list(calls), []
+    fast_flop_counter()
+    assert _count(work, custom_mapping=mapping) == expected
+    assert calls == expected_calls and len(calls) == 3
 
 
 def test_the_sandbox_tells_notebooks_they_are_being_graded(tmp_path):
