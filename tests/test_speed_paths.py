@@ -319,3 +319,48 @@ def test_a_trusted_run_imports_triton_as_graded_runs_do():
         "print(type(tl.sum).__name__)\n")
     expected = "InterpretedFunction" if GRADED_RUN_ENV.get("TRITON_INTERPRET") else "JITFunction"
     assert _imports_after(code).strip() == expected
+
+
+def _largest_new_tensor_by_every_storage(function, *args):
+    """largest_new_tensor as first written: every operation's input storages and every result tensor looked at."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+    largest = [0]
+
+    def tensors(value):
+        return [t for t in tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
+
+    class Sizes(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            result = func(*args, **(kwargs or {}))
+            inputs = {t.untyped_storage().data_ptr() for t in tensors((args, kwargs))}
+            for tensor in tensors(result):
+                if tensor.untyped_storage().data_ptr() not in inputs:
+                    largest[0] = max(largest[0], tensor.numel())
+            return result
+
+    with Sizes():
+        result = function(*args)
+    return result, largest[0]
+
+
+def test_memory_probe_measures_what_looking_at_every_storage_measures():
+    """grader/provided/memory.py looks at an operation's inputs only when a result is larger than the largest so
+    far: the same figure as looking at every one, for copies, views, in-place updates and several results."""
+    namespace = {}
+    exec((ROOT / "grader" / "provided" / "memory.py").read_text(), namespace)
+    probe = namespace["largest_new_tensor"]
+    x = torch.randn(6, 8, generator=torch.Generator().manual_seed(0))
+    cases = {
+        "views only": lambda: (x[:, :3], x.view(8, 6), x.t(), x.expand(2, 6, 8)),
+        "in place": lambda: x.clone().add_(1).mul_(2),
+        "copy of an expanded view": lambda: x.expand(3, 6, 8).reshape(18, 8),
+        "matmul then smaller ops": lambda: (x @ x.t()).softmax(-1)[:2].sum(),
+        "several results": lambda: (torch.max(x, dim=1), torch.split(x, 2), torch.cat([x, x, x])[:1]),
+        "growing then shrinking": lambda: [torch.zeros(n) for n in (3, 50, 7, 49, 51, 2)],
+    }
+    for name, function in cases.items():
+        _, expected = _largest_new_tensor_by_every_storage(function)
+        _, measured = probe(function)
+        assert measured == expected, name
+    assert probe(cases["growing then shrinking"])[1] == 51
