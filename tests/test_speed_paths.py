@@ -134,15 +134,18 @@ def test_prelude_flop_counter_counts_without_importing_dynamo():
 
 @pytest.fixture
 def torch_flop_counter():
-    """FlopCounterMode with torch's own dispatch method (unwrapped) for the test; afterwards as it was."""
+    """FlopCounterMode with torch's own dispatch method (unwrapped) and module tracker for the test; afterwards as
+    it was (the fast path may be in place already: an in-process gate ran here)."""
+    from torch.utils import _pytree, module_tracker
     from torch.utils.flop_counter import _FlopCounterMode
-    saved = _FlopCounterMode.__dict__["__torch_dispatch__"]
-    own = getattr(saved, "replaces", saved)   # the fast path may be in place already (an in-process gate ran here)
+    saved = _FlopCounterMode.__dict__["__torch_dispatch__"], module_tracker.tree_flatten
+    own = getattr(saved[0], "replaces", saved[0])
     _FlopCounterMode.__torch_dispatch__ = getattr(own, "__wrapped__", own)
+    module_tracker.tree_flatten = _pytree.tree_flatten
     try:
         yield _FlopCounterMode
     finally:
-        _FlopCounterMode.__torch_dispatch__ = saved
+        _FlopCounterMode.__torch_dispatch__, module_tracker.tree_flatten = saved
 
 
 def _flop_workload():
@@ -181,9 +184,10 @@ def _count(work, **options):
 
 
 def test_fast_flop_counter_counts_what_torch_counts(torch_flop_counter):
-    """The grader's FlopCounterMode dispatch (grader/runtime/record.py fast_flop_counter) gives the totals, the
-    per-module and per-operator counts that torch's own method gives, for ops in the FLOP registry,
-    ops that decompose first and ops that do neither; and it is in place on the course's torch."""
+    """The grader's FlopCounterMode dispatch and module tracking (grader/runtime/record.py fast_flop_counter) give
+    the totals, the per-module and per-operator counts that torch's own give, for ops in the FLOP registry, ops
+    that decompose first and ops that do neither, forward and backward; and they are in place on the course's
+    torch."""
     from grader.runtime.record import fast_flop_counter
     work = _flop_workload()
     expected = _count(work)
@@ -191,7 +195,9 @@ def test_fast_flop_counter_counts_what_torch_counts(torch_flop_counter):
     fast_flop_counter()
     assert getattr(torch_flop_counter.__torch_dispatch__, "course_fast_path", False), (
         "the fast FlopCounterMode dispatch is not installed on this torch: if torch changed, compare its "
-        "flop_counter.py with fast_flop_counter() and add the new fingerprint there")
+        "flop_counter.py and module_tracker.py with fast_flop_counter() and add the new fingerprint there")
+    from torch.utils import module_tracker
+    assert module_tracker.tree_flatten.__name__ == "tree_flatten_leaves"
     assert _count(work) == expected
     fast_flop_counter()   # a second call keeps the one in place
     assert _count(work) == expected

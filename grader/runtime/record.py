@@ -118,19 +118,21 @@ def fast_flop_counter():
     (torch builds it on every operation); `func.decompose` is entered (with the mode pushed again) only
     when it can decompose, by the test decompose makes itself, not for every operation; and a FLOP
     formula gets its tensors' shapes from a walk over plain tuples, lists and dicts that builds what
-    torch's pytree `tree_map` builds (anything else goes through torch's own wrapper). The method is
-    also free of the wrapper torch puts around dispatch methods to keep torch.compile out: that
-    wrapper's first call imports torch._dynamo, about 1 s of CPU per kernel, and nothing is compiled
-    while grading.
+    torch's pytree `tree_map` builds (anything else goes through torch's own wrapper). The module
+    tracker that attributes FLOPs to modules flattens every module's inputs and outputs with pytree
+    and keeps the leaves only: it gets the same leaves from the same walk. The method is also free of
+    the wrapper torch puts around dispatch methods to keep torch.compile out: that wrapper's first call
+    imports torch._dynamo, about 1 s of CPU per kernel, and nothing is compiled while grading.
 
     Installed only on the torch whose code it was read from (a fingerprint of the source of every
-    torch function it stands in for); any other torch keeps its own method, without the wrapper."""
+    torch function it stands in for or relies on); any other torch keeps its own method, without the
+    wrapper."""
     try:
         import hashlib
         import inspect
 
         import torch
-        from torch.utils import _pytree, flop_counter
+        from torch.utils import _pytree, flop_counter, module_tracker
         from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode
     except ImportError:  # a torch without it: leave everything as it is
         return
@@ -143,13 +145,15 @@ def fast_flop_counter():
     plain_decompose = getattr(getattr(torch, "_ops", None), "OpOverload", None)
     plain_decompose = getattr(plain_decompose, "decompose", None)
     try:
-        source = "".join(inspect.getsource(part) for part in (original, count_flops, flop_counter.shape_wrapper,
-                                                              flop_counter.get_shape, plain_decompose))
-    except (OSError, TypeError):
+        source = "".join(inspect.getsource(part) for part in (
+            original, count_flops, flop_counter.shape_wrapper, flop_counter.get_shape, plain_decompose, module_tracker,
+            _pytree.tree_flatten, _pytree.tree_is_leaf, _pytree._get_node_type, _pytree._tuple_flatten,
+            _pytree._list_flatten, _pytree._dict_flatten))
+    except (OSError, TypeError, AttributeError):
         return
     # sha256 of that source in each torch whose code this repeats
     if hashlib.sha256(source.encode()).hexdigest() not in {
-            "65815253d2bdd05526d1f59b555a3840f6ef35b3bd892cd4327c682da6ec19f0",   # torch 2.13.0
+            "2007cff2f6144735b590f024c45d0a92cdf76af8309367341de77dcc88334a2f",   # torch 2.13.0
     }:
         return
 
@@ -167,6 +171,7 @@ def fast_flop_counter():
     tensor_type = torch.Tensor
     pytree_nodes = _pytree.SUPPORTED_NODES
     shape_wrapped = flop_counter.shape_wrapper(lambda: None).__code__
+    plain_tree_flatten = _pytree.tree_flatten
 
     class NotPlain(Exception):
         """A value that the shape walk leaves to torch's tree_map."""
@@ -183,6 +188,30 @@ def fast_flop_counter():
         if kind in pytree_nodes or issubclass(kind, tuple):   # torch.Size, namedtuples, OrderedDict, ...
             raise NotPlain
         return value.shape if isinstance(value, tensor_type) else value
+
+    def leaves(value, found):
+        """tree_flatten(value)[0] for plain tuples, lists and dicts."""
+        kind = type(value)
+        if kind is tuple or kind is list:
+            for item in value:
+                leaves(item, found)
+        elif kind is dict:
+            for item in value.values():
+                leaves(item, found)
+        elif kind in pytree_nodes or issubclass(kind, tuple):
+            raise NotPlain
+        else:
+            found.append(value)
+        return found
+
+    def tree_flatten_leaves(tree, is_leaf=None):
+        """The module tracker's tree_flatten: its hooks keep the leaves of a module's inputs and outputs only."""
+        if is_leaf is None:
+            try:
+                return leaves(tree, []), None
+            except NotPlain:
+                pass
+        return plain_tree_flatten(tree, is_leaf=is_leaf)
 
     def count(counter, packet, out, args, kwargs):
         """FlopCounterMode._count_flops."""
@@ -229,4 +258,6 @@ def fast_flop_counter():
     __torch_dispatch__.course_fast_path = True
     __torch_dispatch__.replaces = original
     _FlopCounterMode.__torch_dispatch__ = __torch_dispatch__
+    if module_tracker.tree_flatten is plain_tree_flatten:
+        module_tracker.tree_flatten = tree_flatten_leaves
 
