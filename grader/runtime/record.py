@@ -128,11 +128,6 @@ def fast_flop_counter():
     torch function it stands in for or relies on); any other torch keeps its own method, without the
     wrapper."""
     try:
-        import hashlib
-        import inspect
-
-        import torch
-        from torch.utils import _pytree, flop_counter, module_tracker
         from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode
     except ImportError:  # a torch without it: leave everything as it is
         return
@@ -141,6 +136,14 @@ def fast_flop_counter():
         return
     original = getattr(method, "__wrapped__", method)
     _FlopCounterMode.__torch_dispatch__ = original
+    try:
+        import hashlib
+        import inspect
+
+        import torch
+        from torch.utils import _pytree, flop_counter, module_tracker
+    except ImportError:  # a torch without them: its own method, unwrapped
+        return
     count_flops = FlopCounterMode.__dict__.get("_count_flops")
     plain_decompose = getattr(getattr(torch, "_ops", None), "OpOverload", None)
     plain_decompose = getattr(plain_decompose, "decompose", None)
