@@ -119,17 +119,116 @@ def test_forbidden_call_check_works_without_importing_dynamo():
     assert _imports_after(code).split() == ["True", "False"]
 
 
-def test_prelude_flop_counter_counts_the_same_without_dynamo():
+def test_prelude_flop_counter_counts_without_importing_dynamo():
     code = (
         "import sys, torch\n"
         "from torch.utils.flop_counter import FlopCounterMode\n"
-        "from grader.runtime.record import flop_counter_without_dynamo\n"
-        "flop_counter_without_dynamo()\n"
+        "from grader.runtime.record import fast_flop_counter\n"
+        "fast_flop_counter()\n"
         "with FlopCounterMode(display=False) as counter:\n"
         "    torch.randn(4, 5) @ torch.randn(5, 6)\n"
         "    torch.randn(2, 4, 5).bmm(torch.randn(2, 5, 3))\n"
         "print(counter.get_total_flops(), 'torch._dynamo' in sys.modules)\n")
     assert _imports_after(code).split() == [str(2 * 4 * 5 * 6 + 2 * 2 * 4 * 5 * 3), "False"]
+
+
+@pytest.fixture
+def torch_flop_counter():
+    """FlopCounterMode with torch's own dispatch method (unwrapped) and module tracker for the test; afterwards as
+    it was (the fast path may be in place already: an in-process gate ran here)."""
+    from torch.utils import _pytree, module_tracker
+    from torch.utils.flop_counter import _FlopCounterMode
+    saved = _FlopCounterMode.__dict__["__torch_dispatch__"], module_tracker.tree_flatten
+    own = getattr(saved[0], "replaces", saved[0])
+    _FlopCounterMode.__torch_dispatch__ = getattr(own, "__wrapped__", own)
+    module_tracker.tree_flatten = _pytree.tree_flatten
+    try:
+        yield _FlopCounterMode
+    finally:
+        _FlopCounterMode.__torch_dispatch__, module_tracker.tree_flatten = saved
+
+
+def _flop_workload():
+    """Forward and backward through a transformer layer, sdpa, einsum, baddbmm, addmm, a convolution, and a
+    forward under inference_mode: ops in torch's FLOP registry, ops that decompose in the mode and ops that do
+    neither."""
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(50, 32), nn.TransformerEncoderLayer(32, 4, 64, batch_first=True),
+                          nn.LayerNorm(32), nn.Linear(32, 50))
+    tokens = torch.randint(0, 50, (3, 9), generator=torch.Generator().manual_seed(1))
+
+    def work():
+        logits = model(tokens)
+        F.cross_entropy(logits.flatten(0, 1), tokens.flatten()).backward()
+        q = torch.randn(2, 4, 9, 8, requires_grad=True)
+        F.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward()
+        torch.einsum("bij,bjk->bik", torch.randn(2, 3, 4), torch.randn(2, 4, 5))
+        torch.baddbmm(torch.randn(2, 3, 5), torch.randn(2, 3, 4), torch.randn(2, 4, 5))
+        torch.addmm(torch.randn(5), torch.randn(3, 4), torch.randn(4, 5))
+        with torch.no_grad():
+            nn.Conv1d(3, 4, 3)(torch.randn(2, 3, 10))
+        with torch.inference_mode():   # composite ops (linear, matmul, einsum) reach the mode here and decompose
+            model(tokens)
+            torch.einsum("ij,jk->ik", torch.randn(2, 3), torch.randn(3, 4))
+    return work
+
+
+def _count(work, **options):
+    from torch.utils.flop_counter import FlopCounterMode
+    with FlopCounterMode(display=False, **options) as counter:
+        work()
+    return counter.get_total_flops(), counter.get_flop_counts()
+
+
+def test_fast_flop_counter_counts_what_torch_counts(torch_flop_counter):
+    """The grader's FlopCounterMode dispatch and module tracking (grader/runtime/record.py fast_flop_counter) give
+    the totals, the per-module and per-operator counts that torch's own give, for ops in the FLOP registry, ops
+    that decompose first and ops that do neither, forward and backward; and they are in place on the course's
+    torch."""
+    from grader.runtime.record import fast_flop_counter
+    work = _flop_workload()
+    expected = _count(work)
+    assert expected[0] > 0 and "Sequential.1.self_attn" in expected[1]
+    fast_flop_counter()
+    assert getattr(torch_flop_counter.__torch_dispatch__, "course_fast_path", False), (
+        "the fast FlopCounterMode dispatch is not installed on this torch: if torch changed, compare its "
+        "flop_counter.py and module_tracker.py with fast_flop_counter() and add the new fingerprint there")
+    from torch.utils import module_tracker
+    assert module_tracker.tree_flatten.__name__ == "tree_flatten_leaves"
+    assert _count(work) == expected
+    fast_flop_counter()   # a second call keeps the one in place
+    assert _count(work) == expected
+
+
+def test_fast_flop_counter_gives_custom_formulas_what_torch_gives_them(torch_flop_counter):
+    """A custom_mapping formula (wrapped by torch's shape_wrapper, or raw) receives the same shapes and values."""
+    from grader.runtime.record import fast_flop_counter
+    aten = torch.ops.aten
+    calls = []
+
+    def mm_formula(a_shape, b_shape, *args, out_shape=None, **kwargs):
+        calls.append(("mm", a_shape, b_shape, args, out_shape, kwargs))
+        return 7
+
+    def raw_bmm(a, b, *args, out_val=None, **kwargs):
+        calls.append(("bmm", a.shape, b.shape, args, out_val.shape, kwargs))
+        return 5
+    raw_bmm._get_raw = True
+
+    def work():
+        torch.randn(3, 4) @ torch.randn(4, 5)
+        torch.randn(2, 3, 4) @ torch.randn(2, 4, 5)
+        torch.addmm(torch.randn(5), torch.randn(3, 4), torch.randn(4, 5), beta=0.5)
+
+    mapping = {aten.mm: mm_formula, aten.bmm: raw_bmm, aten.addmm: mm_formula}
+    expected = _count(work, custom_mapping=mapping)
+    expected_calls, calls[:] = list(calls), []
+    fast_flop_counter()
+    assert _count(work, custom_mapping=mapping) == expected
+    assert calls == expected_calls and len(calls) == 3
 
 
 def test_the_sandbox_tells_notebooks_they_are_being_graded(tmp_path):
@@ -226,3 +325,48 @@ def test_a_trusted_run_imports_triton_as_graded_runs_do():
         "print(type(tl.sum).__name__)\n")
     expected = "InterpretedFunction" if GRADED_RUN_ENV.get("TRITON_INTERPRET") else "JITFunction"
     assert _imports_after(code).strip() == expected
+
+
+def _largest_new_tensor_by_every_storage(function, *args):
+    """largest_new_tensor as first written: every operation's input storages and every result tensor looked at."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+    largest = [0]
+
+    def tensors(value):
+        return [t for t in tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
+
+    class Sizes(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            result = func(*args, **(kwargs or {}))
+            inputs = {t.untyped_storage().data_ptr() for t in tensors((args, kwargs))}
+            for tensor in tensors(result):
+                if tensor.untyped_storage().data_ptr() not in inputs:
+                    largest[0] = max(largest[0], tensor.numel())
+            return result
+
+    with Sizes():
+        result = function(*args)
+    return result, largest[0]
+
+
+def test_memory_probe_measures_what_looking_at_every_storage_measures():
+    """grader/provided/memory.py looks at an operation's inputs only when a result is larger than the largest so
+    far: the same figure as looking at every one, for copies, views, in-place updates and several results."""
+    namespace = {}
+    exec((ROOT / "grader" / "provided" / "memory.py").read_text(), namespace)
+    probe = namespace["largest_new_tensor"]
+    x = torch.randn(6, 8, generator=torch.Generator().manual_seed(0))
+    cases = {
+        "views only": lambda: (x[:, :3], x.view(8, 6), x.t(), x.expand(2, 6, 8)),
+        "in place": lambda: x.clone().add_(1).mul_(2),
+        "copy of an expanded view": lambda: x.expand(3, 6, 8).reshape(18, 8),
+        "matmul then smaller ops": lambda: (x @ x.t()).softmax(-1)[:2].sum(),
+        "several results": lambda: (torch.max(x, dim=1), torch.split(x, 2), torch.cat([x, x, x])[:1]),
+        "growing then shrinking": lambda: [torch.zeros(n) for n in (3, 50, 7, 49, 51, 2)],
+    }
+    for name, function in cases.items():
+        _, expected = _largest_new_tensor_by_every_storage(function)
+        _, measured = probe(function)
+        assert measured == expected, name
+    assert probe(cases["growing then shrinking"])[1] == 51

@@ -16,25 +16,29 @@ def largest_new_tensor(function, *args, **kwargs):
 
     largest = [0]
 
-    def tensors(value):
+    def tensors(value, found):
         # an operation's arguments and results hold tensors in tuples, lists and dicts only; walked here
         # rather than with torch.utils._pytree, which took most of the time of a run under this probe
         if isinstance(value, torch.Tensor):
-            yield value
+            found.append(value)
         elif isinstance(value, (tuple, list)):
             for item in value:
-                yield from tensors(item)
+                tensors(item, found)
         elif isinstance(value, dict):
             for item in value.values():
-                yield from tensors(item)
+                tensors(item, found)
+        return found
 
     class _RecordSizes(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             result = func(*args, **(kwargs or {}))
-            inputs = {t.untyped_storage().data_ptr() for t in tensors((args, kwargs))}
-            for tensor in tensors(result):
-                if tensor.untyped_storage().data_ptr() not in inputs:
-                    largest[0] = max(largest[0], tensor.numel())
+            # only a result larger than the largest so far can change it: the inputs are looked at for those
+            larger = [tensor for tensor in tensors(result, []) if tensor.numel() > largest[0]]
+            if larger:
+                inputs = {t.untyped_storage().data_ptr() for t in tensors((args, kwargs), [])}
+                for tensor in larger:
+                    if tensor.untyped_storage().data_ptr() not in inputs:
+                        largest[0] = max(largest[0], tensor.numel())
             return result
 
     # TorchDispatchMode wraps the method to keep torch.compile out of it, and the wrapper's first

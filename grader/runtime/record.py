@@ -111,15 +111,156 @@ def describe_exception(exception):
     return {"type": names[0], "raised": names, "message": message, "where": where, "test_line": test_line}
 
 
-def flop_counter_without_dynamo():
-    """FlopCounterMode dispatches through a method that torch wraps to keep torch.compile out of
-    it, and the wrapper's first call imports torch._dynamo: about 1 s of CPU for every graded
-    notebook that counts FLOPs (a3, a4). Nothing is compiled while grading, so the grader's
-    kernels use the plain method: the same counts, without that import."""
+def fast_flop_counter():
+    """FlopCounterMode counts FLOPs in a dispatch method that costs about 40 microseconds of Python an
+    operation, half of a4's graded run. This puts in its place a method that makes the same calls on
+    the same values, minus work whose result is known: the set of skipped operations is built once
+    (torch builds it on every operation); `func.decompose` is entered (with the mode pushed again) only
+    when it can decompose, by the test decompose makes itself, not for every operation; and a FLOP
+    formula gets its tensors' shapes from a walk over plain tuples, lists and dicts that builds what
+    torch's pytree `tree_map` builds (anything else goes through torch's own wrapper). The module
+    tracker that attributes FLOPs to modules flattens every module's inputs and outputs with pytree
+    and keeps the leaves only: it gets the same leaves from the same walk. The method is also free of
+    the wrapper torch puts around dispatch methods to keep torch.compile out: that wrapper's first call
+    imports torch._dynamo, about 1 s of CPU per kernel, and nothing is compiled while grading.
+
+    Installed only on the torch whose code it was read from (a fingerprint of the source of every
+    torch function it stands in for or relies on); any other torch keeps its own method, without the
+    wrapper."""
     try:
-        from torch.utils.flop_counter import _FlopCounterMode
+        from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode
     except ImportError:  # a torch without it: leave everything as it is
         return
     method = _FlopCounterMode.__dict__.get("__torch_dispatch__")
-    if hasattr(method, "__wrapped__"):
-        _FlopCounterMode.__torch_dispatch__ = method.__wrapped__
+    if getattr(method, "course_fast_path", False):
+        return
+    original = getattr(method, "__wrapped__", method)
+    _FlopCounterMode.__torch_dispatch__ = original
+    try:
+        import hashlib
+        import inspect
+
+        import torch
+        from torch.utils import _pytree, flop_counter, module_tracker
+    except ImportError:  # a torch without them: its own method, unwrapped
+        return
+    count_flops = FlopCounterMode.__dict__.get("_count_flops")
+    plain_decompose = getattr(getattr(torch, "_ops", None), "OpOverload", None)
+    plain_decompose = getattr(plain_decompose, "decompose", None)
+    try:
+        source = "".join(inspect.getsource(part) for part in (
+            original, count_flops, flop_counter.shape_wrapper, flop_counter.get_shape, plain_decompose, module_tracker,
+            _pytree.tree_flatten, _pytree.tree_is_leaf, _pytree._get_node_type, _pytree._tuple_flatten,
+            _pytree._list_flatten, _pytree._dict_flatten))
+    except (OSError, TypeError, AttributeError):
+        return
+    # sha256 of that source in each torch whose code this repeats
+    if hashlib.sha256(source.encode()).hexdigest() not in {
+            "2007cff2f6144735b590f024c45d0a92cdf76af8309367341de77dcc88334a2f",   # torch 2.13.0
+    }:
+        return
+
+    ops = torch.ops
+    skipped = frozenset({
+        ops.aten.sym_is_contiguous.default, ops.aten.is_contiguous.default, ops.aten.is_contiguous.memory_format,
+        ops.aten.is_strides_like_format.default, ops.aten.is_non_overlapping_and_dense.default,
+        ops.aten.size.default, ops.aten.sym_size.default, ops.aten.stride.default, ops.aten.sym_stride.default,
+        ops.aten.storage_offset.default, ops.aten.sym_storage_offset.default, ops.aten.numel.default,
+        ops.aten.sym_numel.default, ops.aten.dim.default, ops.prim.layout.default})
+    device_op = ops.prim.device.default
+    higher_order = torch._ops.HigherOrderOperator
+    composite = torch._C.DispatchKey.CompositeImplicitAutograd
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+    tensor_type = torch.Tensor
+    pytree_nodes = _pytree.SUPPORTED_NODES
+    shape_wrapped = flop_counter.shape_wrapper(lambda: None).__code__
+    plain_tree_flatten = _pytree.tree_flatten
+
+    class NotPlain(Exception):
+        """A value that the shape walk leaves to torch's tree_map."""
+
+    def shapes(value):
+        """tree_map(get_shape, value) for plain tuples, lists and dicts of tensors and other leaves."""
+        kind = type(value)
+        if kind is tuple:
+            return tuple([shapes(item) for item in value])
+        if kind is list:
+            return [shapes(item) for item in value]
+        if kind is dict:
+            return {key: shapes(item) for key, item in value.items()}
+        if kind in pytree_nodes or issubclass(kind, tuple):   # torch.Size, namedtuples, OrderedDict, ...
+            raise NotPlain
+        return value.shape if isinstance(value, tensor_type) else value
+
+    def leaves(value, found):
+        """tree_flatten(value)[0] for plain tuples, lists and dicts."""
+        kind = type(value)
+        if kind is tuple or kind is list:
+            for item in value:
+                leaves(item, found)
+        elif kind is dict:
+            for item in value.values():
+                leaves(item, found)
+        elif kind in pytree_nodes or issubclass(kind, tuple):
+            raise NotPlain
+        else:
+            found.append(value)
+        return found
+
+    def tree_flatten_leaves(tree, is_leaf=None):
+        """The module tracker's tree_flatten: its hooks keep the leaves of a module's inputs and outputs only."""
+        if is_leaf is None:
+            try:
+                return leaves(tree, []), None
+            except NotPlain:
+                pass
+        return plain_tree_flatten(tree, is_leaf=is_leaf)
+
+    def count(counter, packet, out, args, kwargs):
+        """FlopCounterMode._count_flops."""
+        registry = counter.flop_registry
+        if packet in registry:
+            formula = registry[packet]
+            flops = None
+            if getattr(formula, "__code__", None) is shape_wrapped:     # shape_wrapper(f): f on the shapes
+                try:
+                    args_shapes, kwargs_shapes, out_shape = shapes((args, kwargs, out))
+                except NotPlain:
+                    pass
+                else:
+                    flops = formula.__closure__[0].cell_contents(*args_shapes, out_shape=out_shape, **kwargs_shapes)
+            if flops is None:
+                flops = formula(*args, **kwargs, out_val=out)
+            for parent in set(counter.mod_tracker.parents):
+                counter.flop_counts[parent][packet] += flops
+        return out
+
+    def can_decompose(func):
+        """Whether func.decompose would do anything but return NotImplemented."""
+        if type(func).decompose is not plain_decompose:
+            return True
+        return composite in func.py_kernels or has_kernel(func.name(), composite)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs if kwargs else {}
+        if func in skipped:
+            return NotImplemented
+        if isinstance(func, higher_order):
+            return self._handle_higher_order_ops(func, types, args, kwargs)
+        counter = self.counter
+        if func not in counter.flop_registry and func is not device_op and can_decompose(func):
+            with self:
+                decomposed = func.decompose(*args, **kwargs)
+                if decomposed is not NotImplemented:
+                    return decomposed
+        out = func(*args, **kwargs)
+        if type(counter)._count_flops is not count_flops:   # a subclass's own counting
+            return counter._count_flops(func._overloadpacket, out, args, kwargs)
+        return count(counter, func._overloadpacket, out, args, kwargs)
+
+    __torch_dispatch__.course_fast_path = True
+    __torch_dispatch__.replaces = original
+    _FlopCounterMode.__torch_dispatch__ = __torch_dispatch__
+    if module_tracker.tree_flatten is plain_tree_flatten:
+        module_tracker.tree_flatten = tree_flatten_leaves
+

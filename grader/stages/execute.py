@@ -59,7 +59,7 @@ def instrument(nb, split, control):
     prelude = (RECORDER_SOURCE + "\n__course_grader__ = TestRecorder(" + repr(checks_source())
                + f", records_dir=os.path.join(os.getcwd(), {RECORDS_DIR!r}), "
                + f"inbox=os.path.join(os.getcwd(), {TEST_CODE_FILE!r}), python={tuple(sys.version_info[:2])!r})\n"
-               + "flop_counter_without_dynamo()\ndel TestRecorder, flop_counter_without_dynamo\n")
+               + "fast_flop_counter()\ndel TestRecorder, fast_flop_counter\n")
     codes = Path(control) / TEST_CODE_DIR
     codes.mkdir(parents=True, exist_ok=True)
     for index, cell in enumerate(run_nb.cells):
