@@ -91,10 +91,10 @@ def _is_marker(decorator):
     return getattr(call, "id", getattr(call, "attr", None)) in MARKERS
 
 
-def _rebinding_source(obj, target, preamble):
-    """Code that defines `obj` under the name `target`, with its decorators but the catalogue's (a Triton
-    kernel keeps its @triton.jit), after the catalogue's imports and private helpers."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+def _rebinding_source(written, target, preamble):
+    """Code that defines the entry whose source is `written` under the name `target`, with its decorators but the
+    catalogue's (a Triton kernel keeps its @triton.jit), after the catalogue's imports and private helpers."""
+    tree = ast.parse(textwrap.dedent(written))
     definition = tree.body[0]
     definition.decorator_list = [d for d in definition.decorator_list if not _is_marker(d)]
     definition.name = target
@@ -113,10 +113,10 @@ def _inspectable(code, label):
             f"exec(compile({code!r}, {filename!r}, 'exec'))\n")
 
 
-def _definition_text(obj, target):
-    """The entry's source as written (comments and layout kept), without the catalogue's decorator (its
-    others stay), its name replaced by `target`."""
-    text = textwrap.dedent(inspect.getsource(obj))
+def _definition_text(obj, written, target):
+    """The entry's source as written (`written`: comments and layout kept), without the catalogue's decorator
+    (its others stay), its name replaced by `target`."""
+    text = textwrap.dedent(written)
     definition = ast.parse(text).body[0]
     first = min([d.lineno for d in definition.decorator_list if not _is_marker(d)] + [definition.lineno])
     lines = text.splitlines(keepends=True)[first - 1:]
@@ -185,10 +185,12 @@ def _loaded_entries(path, digest, marker):
         if hasattr(obj, marker) and getattr(obj, "__module__", None) == module.__name__:
             value = getattr(obj, marker)
             replaces = value[0]
-            source = _rebinding_source(obj, replaces[0], preamble)
+            # read once: inspect finds a class's source by parsing its whole file again, each time it is asked
+            written = inspect.getsource(obj)
+            source = _rebinding_source(written, replaces[0], preamble)
             source += "".join(f"\n{other} = {replaces[0]}" for other in replaces[1:])
             found.append((name, value, _inspectable(source, f"{path.stem} {marker.strip('_')} {name}"),
-                          _definition_text(obj, replaces[0]), source))
+                          _definition_text(obj, written, replaces[0]), source))
     return found
 
 
