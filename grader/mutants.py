@@ -31,6 +31,7 @@ import functools
 import hashlib
 import importlib.util
 import inspect
+import linecache
 import os
 import re
 import sys
@@ -131,6 +132,29 @@ def _definition_text(obj, written, target):
     return "".join(lines)
 
 
+def _source_reader(path):
+    """source(obj): inspect.getsource(obj) for an entry of the catalogue at `path`. inspect finds a class by
+    parsing its whole file again each time it is asked (Python 3.11, 3.12); here the file is parsed once and a
+    class found as inspect's _ClassFinder finds a module-level one: the first class of that name outside any
+    def or class, from its first decorator, to the end of its block."""
+    lines = linecache.getlines(str(path))
+    starts = {}
+
+    def visit(nodes):
+        for node in nodes:
+            if isinstance(node, ast.ClassDef):
+                starts.setdefault(node.name, (node.decorator_list[0] if node.decorator_list else node).lineno - 1)
+            elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(ast.iter_child_nodes(node))
+    visit(ast.parse("".join(lines)).body)
+
+    def source(obj):
+        if inspect.isclass(obj) and obj.__qualname__ in starts:
+            return "".join(inspect.getblock(lines[starts[obj.__qualname__]:]))
+        return inspect.getsource(obj)
+    return source
+
+
 def _preamble(path):
     """The catalogue's imports and private helpers (functions and classes whose names start
     with _), which an entry may use: executed in the notebook's namespace before the entry."""
@@ -180,13 +204,13 @@ def _loaded_entries(path, digest, marker):
     with _as_graded_runs_import_triton():
         spec.loader.exec_module(module)
     preamble = _preamble(path)
+    read = _source_reader(path)
     found = []
     for name, obj in vars(module).items():
         if hasattr(obj, marker) and getattr(obj, "__module__", None) == module.__name__:
             value = getattr(obj, marker)
             replaces = value[0]
-            # read once: inspect finds a class's source by parsing its whole file again, each time it is asked
-            written = inspect.getsource(obj)
+            written = read(obj)
             source = _rebinding_source(written, replaces[0], preamble)
             source += "".join(f"\n{other} = {replaces[0]}" for other in replaces[1:])
             found.append((name, value, _inspectable(source, f"{path.stem} {marker.strip('_')} {name}"),
