@@ -197,9 +197,10 @@ def add_autograde(verbs):
 def autograde_options(args):
     """The run's Options from autograde's arguments: the one place they are read (ValueError for a
     time, a zone, a penalty or a count it cannot take)."""
-    from .late_policy import penalty_config
     from .submission import Options
     from .times import parse_time
+    if args.late_penalty:
+        from .late_policy import penalty_config  # imports nbgrader: only for a penalty given here
     return Options(sandboxed=not args.unsandboxed, kernels=args.kernels, engine="dask" if args.dask else "threads",
                    scheduler=args.scheduler, workers=args.workers, cell_timeout=args.cell_timeout,
                    total_timeout=args.total_timeout, lms=args.lms, pattern=args.pattern,
@@ -210,9 +211,7 @@ def autograde_options(args):
 
 
 def cmd_autograde(course, args):
-    from .autograde import autograde, count_statuses, format_table
-    from .late_policy import describe_penalty
-    from .sandbox import SandboxUnavailable
+    from .sandbox import SandboxUnavailable, check_available
     [aid] = _ids(course, [args.id])
     started = time.time()
     try:
@@ -223,7 +222,11 @@ def cmd_autograde(course, args):
         if options.due:
             print(f"{aid}: due {options.due.astimezone():%Y-%m-%d %H:%M %Z} ({options.due:%Y-%m-%d %H:%M} UTC)")
         if options.late_penalty is not None:
+            from .late_policy import describe_penalty
             print(f"{aid}: late penalty {describe_penalty(options.late_penalty)}")
+        if options.sandboxed:
+            check_available()   # the refusal comes before the pipeline (torch, nbgrader: seconds) is imported
+        from .autograde import autograde, count_statuses, format_table
         graded = autograde(course, aid, args.submissions, options)
     except SandboxUnavailable as error:
         raise SystemExit(f"autograde: the sandbox is unavailable: {error}.\nRefusing to run student code "

@@ -293,11 +293,8 @@ def hidden_test_ids(source_nb):
 
 
 def grade_submission(course, assignment_id, submission_dir, hidden_visibility="after_published"):
-    """The results.json contents for the notebook in `submission_dir`."""
-    from . import pipeline
-    from .inprocess import environment
-    from .submission import Options, Status, Submission
-
+    """The results.json contents for the notebook in `submission_dir`. The pipeline (torch, nbgrader: a few
+    CPU-seconds) is imported only once there is a notebook to grade."""
     source = cells.read(course.source_notebook(assignment_id))
     points, hidden = cells.test_points(source), hidden_test_ids(source)
     notebook, problem = find_notebook(submission_dir, assignment_id)
@@ -308,6 +305,10 @@ def grade_submission(course, assignment_id, submission_dir, hidden_visibility="a
             problem = f"Your notebook could not be graded: {error}."
     if problem:
         return not_graded_results(assignment_id, points, hidden, problem, hidden_visibility)
+    from . import pipeline
+    from .inprocess import environment
+    from .submission import Options, Status, Submission
+
     isolation = choose_isolation(course, assignment_id)
     print(f"isolation: {isolation.mode}: {isolation.detail}")
     if isolation.mode == "none":

@@ -31,6 +31,7 @@ import functools
 import hashlib
 import importlib.util
 import inspect
+import linecache
 import os
 import re
 import sys
@@ -91,10 +92,10 @@ def _is_marker(decorator):
     return getattr(call, "id", getattr(call, "attr", None)) in MARKERS
 
 
-def _rebinding_source(obj, target, preamble):
-    """Code that defines `obj` under the name `target`, with its decorators but the catalogue's (a Triton
-    kernel keeps its @triton.jit), after the catalogue's imports and private helpers."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+def _rebinding_source(written, target, preamble):
+    """Code that defines the entry whose source is `written` under the name `target`, with its decorators but the
+    catalogue's (a Triton kernel keeps its @triton.jit), after the catalogue's imports and private helpers."""
+    tree = ast.parse(textwrap.dedent(written))
     definition = tree.body[0]
     definition.decorator_list = [d for d in definition.decorator_list if not _is_marker(d)]
     definition.name = target
@@ -113,10 +114,10 @@ def _inspectable(code, label):
             f"exec(compile({code!r}, {filename!r}, 'exec'))\n")
 
 
-def _definition_text(obj, target):
-    """The entry's source as written (comments and layout kept), without the catalogue's decorator (its
-    others stay), its name replaced by `target`."""
-    text = textwrap.dedent(inspect.getsource(obj))
+def _definition_text(obj, written, target):
+    """The entry's source as written (`written`: comments and layout kept), without the catalogue's decorator
+    (its others stay), its name replaced by `target`."""
+    text = textwrap.dedent(written)
     definition = ast.parse(text).body[0]
     first = min([d.lineno for d in definition.decorator_list if not _is_marker(d)] + [definition.lineno])
     lines = text.splitlines(keepends=True)[first - 1:]
@@ -129,6 +130,29 @@ def _definition_text(obj, target):
         if shift and lines[i].startswith(" "):
             lines[i] = " " * max(0, len(lines[i]) - len(lines[i].lstrip(" ")) + shift) + lines[i].lstrip(" ")
     return "".join(lines)
+
+
+def _source_reader(path):
+    """source(obj): inspect.getsource(obj) for an entry of the catalogue at `path`. inspect finds a class by
+    parsing its whole file again each time it is asked (Python 3.11, 3.12); here the file is parsed once and a
+    class found as inspect's _ClassFinder finds a module-level one: the first class of that name outside any
+    def or class, from its first decorator, to the end of its block."""
+    lines = linecache.getlines(str(path))
+    starts = {}
+
+    def visit(nodes):
+        for node in nodes:
+            if isinstance(node, ast.ClassDef):
+                starts.setdefault(node.name, (node.decorator_list[0] if node.decorator_list else node).lineno - 1)
+            elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(ast.iter_child_nodes(node))
+    visit(ast.parse("".join(lines)).body)
+
+    def source(obj):
+        if inspect.isclass(obj) and obj.__qualname__ in starts:
+            return "".join(inspect.getblock(lines[starts[obj.__qualname__]:]))
+        return inspect.getsource(obj)
+    return source
 
 
 def _preamble(path):
@@ -180,15 +204,17 @@ def _loaded_entries(path, digest, marker):
     with _as_graded_runs_import_triton():
         spec.loader.exec_module(module)
     preamble = _preamble(path)
+    read = _source_reader(path)
     found = []
     for name, obj in vars(module).items():
         if hasattr(obj, marker) and getattr(obj, "__module__", None) == module.__name__:
             value = getattr(obj, marker)
             replaces = value[0]
-            source = _rebinding_source(obj, replaces[0], preamble)
+            written = read(obj)
+            source = _rebinding_source(written, replaces[0], preamble)
             source += "".join(f"\n{other} = {replaces[0]}" for other in replaces[1:])
             found.append((name, value, _inspectable(source, f"{path.stem} {marker.strip('_')} {name}"),
-                          _definition_text(obj, replaces[0]), source))
+                          _definition_text(obj, written, replaces[0]), source))
     return found
 
 

@@ -204,10 +204,12 @@ class Batch:
         self.template_db = self.scratch / "template.db"
         scratch_course = self.course.with_grading_dir(self.scratch / "course")
         generate_release(scratch_course, aid, self.scratch / "release", db_url=f"sqlite:///{self.template_db}")
+        # the course gradebook must know the assignment too (`release` may not have run here): a new one is
+        # the template as it is now, what `release` would make of it
+        store.create_gradebook_as(self.course_db, self.template_db)
         with store.gradebook(f"sqlite:///{self.template_db}") as gb:   # each copy holds one submission
             gb.update_or_create_student(TEMPLATE_STUDENT)
             gb.update_or_create_submission(aid, TEMPLATE_STUDENT)
-        # the course gradebook must know the assignment too (`release` may not have run here)
         if not store.has_assignment(self.course_db, aid):
             generate_release(self.course, aid, self.scratch / "release-course")
         if options.due is not None:

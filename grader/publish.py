@@ -234,15 +234,16 @@ def provided_answers(course, ids):
     """(earlier assignment, published assignment, provided file) where a published release carries
     an earlier assignment's answers as provided code (grader/provided/), as a4 carries a2's model."""
     from .provided import provided_source
-    found = []
+    found, blocks = [], {}           # each assignment's solution blocks, read once
     for later in ids:
         nb = cells.read(course.release_notebook(later))
         for name in sorted({cells.provided_file(c) for c in nb.cells if cells.provided_file(c)}):
             provided = code_lines(provided_source(name))
             for earlier in [aid for aid in course.assignment_ids() if aid != later]:
                 # most of an answer's lines in the provided file: the answer, give or take a rewording
-                if any(sum(line in provided for line in block) >= 0.6 * len(block)
-                       for block in solution_blocks(course, earlier)):
+                if earlier not in blocks:
+                    blocks[earlier] = solution_blocks(course, earlier)
+                if any(sum(line in provided for line in block) >= 0.6 * len(block) for block in blocks[earlier]):
                     found.append((earlier, later, f"grader/provided/{name}"))
     return found
 

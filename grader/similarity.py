@@ -26,6 +26,7 @@ sharing an idiom).
 Writes FOLDER/similarity/<id>.html (the flagged pairs side by side, matching spans marked and
 numbered) and FOLDER/similarity/<id>.csv (the same pairs, for the gradebook's review)."""
 import bisect
+import functools
 import html
 import io
 import re
@@ -144,8 +145,10 @@ def _blank(text):
 _NAMES = {token.Name: "V", token.Name.Variable: "V", token.Name.Attribute: "V", token.Name.Class: "O"}
 
 
+@functools.lru_cache(maxsize=4096)
 def read_code(code):
-    """(`code` with its comments and docstrings blanked, each of its lines' shape). Blanked means
+    """(`code` with its comments and docstrings blanked, a tuple of its lines' shapes), read once for each text
+    (the release's cells are read for every check, an answer cell left as given in every submission). Blanked means
     spaces, the line breaks kept: the same length, everything else in the same place. A line's
     shape is the line as a renaming leaves it: the names it defines and uses as V, F or O
     (builtins and exceptions kept, as copydetect's tokenizer keeps them), each string as S, no
@@ -161,7 +164,7 @@ def read_code(code):
             found[bisect.bisect_right(starts, at) - 1].append(
                 _NAMES.get(kind) or ("F" if kind in token.Name.Function else "S" if kind in token.String else text))
     blanked = "".join(parts)
-    return (blanked if len(blanked) == len(code) else code), ["".join(line) for line in found]
+    return (blanked if len(blanked) == len(code) else code), tuple("".join(line) for line in found)
 
 
 def given_code(course, assignment_id):

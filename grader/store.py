@@ -23,6 +23,8 @@ answer from the same scripts; it is asked once per process.
 import datetime
 import functools
 import json
+import os
+import shutil
 import threading
 import warnings
 from pathlib import Path
@@ -136,6 +138,23 @@ def gradebook(db_url):
 def gradebook_exists(db_url):
     """False only for a SQLite gradebook whose file is not there yet (opening would create it)."""
     return not (db_url.startswith("sqlite:///") and not Path(db_url.removeprefix("sqlite:///")).exists())
+
+
+def create_gradebook_as(db_url, model):
+    """Where `db_url` is a SQLite gradebook not there yet, make it a copy of the gradebook file `model`
+    (atomically: a gradebook made meanwhile by another process is left as it is); else do nothing."""
+    if gradebook_exists(db_url):
+        return
+    path = Path(db_url.removeprefix("sqlite:///"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    shutil.copyfile(model, partial)
+    try:
+        os.link(partial, path)
+    except OSError:     # made meanwhile by another process, or no hard links here (then no copy: nothing made)
+        pass
+    finally:
+        partial.unlink()
 
 
 def has_assignment(db_url, assignment_id):

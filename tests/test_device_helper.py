@@ -293,15 +293,14 @@ def _no_cuda():
         pytest.skip("this machine has CUDA")
 
 
-def test_gpu_report_without_cuda_says_why_and_exits_3(tmp_path):
-    import subprocess
-    import sys
+def test_gpu_report_without_cuda_says_why_and_exits_3(tmp_path, capsys):
+    """Its main, in this process (the test below runs it as `make gpu-report` runs it, exit status included)."""
     _no_cuda()
-    proc = subprocess.run([sys.executable, str(REPO / "tools" / "gpu_report.py"), "--out", str(tmp_path / "gpu")],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 3, proc.stdout + proc.stderr
-    lines = proc.stdout.strip().splitlines()
-    assert len(lines) == 1 and "torch.cuda.is_available() is False" in lines[0], proc.stdout
+    status = _gpu_report_module().main(["--out", str(tmp_path / "gpu")])
+    said = capsys.readouterr()
+    assert status == 3, said.out + said.err
+    lines = said.out.strip().splitlines()
+    assert len(lines) == 1 and "torch.cuda.is_available() is False" in lines[0], said.out
     assert "needs a CUDA GPU" in lines[0] and not (tmp_path / "gpu").exists()
 
 

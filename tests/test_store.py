@@ -38,6 +38,23 @@ def test_the_due_date_and_the_assignment_in_the_gradebook(tmp_path):
     assert store.students_with_submissions(url, AID) == set()
 
 
+def test_a_new_gradebook_is_made_as_a_copy_of_its_model_and_an_existing_one_is_left_alone(tmp_path):
+    model = tmp_path / "model.db"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store.set_due_date(f"sqlite:///{model}", AID, DUE)
+    url = store.sqlite_url(tmp_path / "course")
+    store.create_gradebook_as(url, model)                      # its folder is made too
+    assert store.has_assignment(url, AID) and store.due_date(url, AID) == DUE
+    assert [p.name for p in (tmp_path / "course").iterdir()] == ["gradebook.db"], "a partial copy was left"
+    (tmp_path / "other").mkdir()
+    other = store.sqlite_url(tmp_path / "other")
+    with store.gradebook(other) as gb:
+        gb.update_or_create_student("ada")
+    store.create_gradebook_as(other, model)
+    assert not store.has_assignment(other, AID), "an existing gradebook was replaced"
+
+
 def test_the_saved_outcomes_keep_the_latest_and_never_let_missing_replace_a_grade(tmp_path):
     course = COURSE.with_grading_dir(tmp_path)
     with pytest.raises(FileNotFoundError, match="run autograde first"):

@@ -2,6 +2,7 @@
 count too), every module is imported by something or run as a program, stages/ holds the stages and
 nothing else, in the order grader/pipeline.py states, and statuses are compared as the enum."""
 import ast
+import functools
 from pathlib import Path
 
 from grader import pipeline
@@ -20,11 +21,17 @@ def _modules():
     return found
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(path):
+    """The module's syntax tree, parsed once for every test here and in test_architecture.py (none changes it)."""
+    return ast.parse(path.read_text())
+
+
 def _imports(modules):
     graph = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             targets = []
             if isinstance(node, ast.ImportFrom):
                 base = package
@@ -91,7 +98,7 @@ def test_statuses_are_compared_as_the_enum():
     values = {str(status) for status in Status}
     found = []
     for path in GRADER.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.Compare):
                 for side in [node.left, *node.comparators]:
                     if isinstance(side, ast.Constant) and side.value in values:

@@ -7,6 +7,7 @@ runs included). Fast: reads files, imports torch.
 API_INTRODUCED lists torch APIs with the release that introduced them (from the PyTorch release
 notes); add a row when a notebook starts using something recent."""
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -106,6 +107,13 @@ def test_no_python_newer_than_the_stated_minimum(label, code):
     assert not newer, f"{label} uses {', '.join(newer)}, newer than the README's Python {_stated('Python')}"
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(code):
+    """The syntax tree of `code` without its IPython magic lines; parsed once for the two tests that read it
+    (neither changes it)."""
+    return ast.parse("\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))))
+
+
 def _private_torch_imports(tree):
     """(line, module) of each import of a private torch module (a dotted part starting with _)."""
     found = []
@@ -138,8 +146,7 @@ def _guarded(tree, node):
 
 @pytest.mark.parametrize("label,code", SOURCES, ids=[label for label, _ in SOURCES])
 def test_private_torch_modules_are_imported_behind_a_clear_guard(label, code):
-    lines = [line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))]
-    tree = ast.parse("\n".join(lines))
+    tree = _tree(code)
     unguarded = [f"line {node.lineno}: {module}" for node, module in _private_torch_imports(tree)
                  if not _guarded(tree, node)]
     assert not unguarded, (f"{label} imports a private torch module without a guard ({'; '.join(unguarded)}): "
@@ -194,6 +201,7 @@ def _torch_names(tree):
     return names
 
 
+@functools.lru_cache(maxsize=None)
 def _resolves(dotted):
     import importlib
     parts = dotted.split(".")
@@ -218,8 +226,7 @@ def _resolves(dotted):
                          ids=[label for label, _ in SOURCES] + [str(p.relative_to(REPO)) for p in SCRIPTS])
 def test_every_torch_name_in_the_code_exists(label, code):
     pytest.importorskip("torch")
-    lines = [line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))]
-    missing = sorted(name for name in _torch_names(ast.parse("\n".join(lines))) if not _resolves(name))
+    missing = sorted(name for name in _torch_names(_tree(code)) if not _resolves(name))
     assert not missing, (f"{label} names torch APIs the installed torch does not have: {', '.join(missing)}; "
                          "a misspelling in a branch CI never runs (a CUDA-only cell?), or an API from a newer torch")
 
