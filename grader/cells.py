@@ -61,13 +61,15 @@ def max_auto_points(nb):
 
 
 # CPython 3.11's parser keeps its recursion-depth count per interpreter, not per thread: two grading
-# threads parsing at once can fail with "SystemError: AST constructor recursion depth mismatch".
-_PARSE_LOCK = threading.Lock()
+# threads parsing at once can fail with "SystemError: AST constructor recursion depth mismatch". Every
+# ast.parse the grader may run in a grading thread (the cells, the labs' repair stage, a catalogue loaded
+# there) goes through `parse`, or holds PARSE_LOCK (inspect.getsource parses the whole file).
+PARSE_LOCK = threading.Lock()
 
 
 def parse(source):
     """ast.parse, one thread at a time (grading threads parse student cells in parallel)."""
-    with _PARSE_LOCK:
+    with PARSE_LOCK:
         return ast.parse(source)
 
 

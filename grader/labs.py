@@ -217,7 +217,7 @@ def _top_level_spans(text):
     indented comments after its last statement (a fix region can end a definition) included."""
     lines = text.splitlines()
     try:
-        body = ast.parse(text).body
+        body = cells.parse(text).body
     except SyntaxError:
         return {}
     starts = [min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])]) for n in body]
@@ -266,7 +266,7 @@ def seeded_definition(reference, planted, standalone=True):
     ref, bug = reference.rstrip("\n").splitlines(), planted.rstrip("\n").splitlines()
     opcodes = difflib.SequenceMatcher(None, ref, bug, autojunk=False).get_opcodes()
     if not standalone or any(op != "equal" and i1 == 0 for op, i1, i2, j1, j2 in opcodes):
-        body = ast.parse(reference).body[0].body
+        body = cells.parse(reference).body[0].body
         at = body[0].lineno - 1
         indent = ref[at][:len(ref[at]) - len(ref[at].lstrip())]
         todo = [indent + FIX_BEGIN, indent + FIX_PLANTED, f"{indent}# pass  # plant the bug here: write its lines "
@@ -350,7 +350,7 @@ def _own_definitions(course, nb, originals):
         if name in present and _REGION.search(present[name]):
             own[name] = present[name]
         elif name in reference:
-            node = next(n for n in ast.parse(reference[name]).body if getattr(n, "name", None) == name)
+            node = next(n for n in cells.parse(reference[name]).body if getattr(n, "name", None) == name)
             bug = _with_reference_docstrings(mutant.definition, node, reference[name].splitlines(keepends=True))
             standalone = not (_private_names(course, spec["assignment"]) & _free_names(mutant.definition))
             own[name] = seeded_definition(reference[name], bug, standalone)
@@ -370,7 +370,7 @@ def _with_reference_docstrings(definition, reference, reference_lines):
     definition and, for a class, of each method both have), so that a seeded definition reads like
     the code around it."""
     lines = definition.splitlines(keepends=True)
-    node = ast.parse(definition).body[0]
+    node = cells.parse(definition).body[0]
     edits = [(node, reference)]
     if isinstance(node, ast.ClassDef):
         methods = {m.name: m for m in reference.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -388,13 +388,13 @@ def _with_reference_docstrings(definition, reference, reference_lines):
 
 
 def _private_names(course, assignment):
-    tree = ast.parse((course.mutants_dir / f"{assignment}.py").read_text())
+    tree = cells.parse((course.mutants_dir / f"{assignment}.py").read_text())
     return {node.name for node in tree.body
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name.startswith("_")}
 
 
 def _free_names(source):
-    return {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)}
+    return {node.id for node in ast.walk(cells.parse(source)) if isinstance(node, ast.Name)}
 
 
 # ---- the findings: a task cell per bug, its rubric and answer key ----
@@ -594,7 +594,7 @@ class Repair:
 def definition_tokens(code):
     """The tokens of a definition (text or ast node) after parsing: comments, docstrings, layout,
     quotes and redundant parentheses do not count; NEWLINE, INDENT and DEDENT do."""
-    node = ast.parse(code) if isinstance(code, str) else ast.parse(ast.unparse(code))
+    node = cells.parse(code) if isinstance(code, str) else cells.parse(ast.unparse(code))
     for n in ast.walk(node):
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and _docstring_span(n):
             n.body = n.body[1:] or [ast.Pass()]
@@ -703,7 +703,7 @@ def judge_repairs(bugs, nb, given=frozenset()):
                     rebound = True
                 if _patches(node, aliases, name):
                     patched = True
-        planted = ast.parse(bug.planted).body[0]
+        planted = cells.parse(bug.planted).body[0]
         if last is None:
             outcomes.append(Repair(bug, MISSING))
             continue
@@ -880,7 +880,7 @@ def gate_checks(course, lab_id, source, trace, bugs, planted_failures, progress=
     reference = {}
     for cell in cells.read(course.source_notebook(assignment)).cells:
         if cells.is_answer_cell(cell):
-            tree = ast.parse(cells.without_solution_markers(cell.source))
+            tree = cells.parse(cells.without_solution_markers(cell.source))
             reference.update({n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))})
     alternatives = load_alternatives(course, assignment)
     problems, margins = [], []
@@ -889,7 +889,7 @@ def gate_checks(course, lab_id, source, trace, bugs, planted_failures, progress=
         (fix_removed, fix_added), (most_removed, most_added) = bug.fix_size, bug.budget
         rewrites = [("the reference", edit_size(planted, definition_tokens(reference[bug.replaces]))[0])]
         for alt in alternatives:
-            found = [n for n in ast.parse(alt.definition).body    # as written, named as what it replaces
+            found = [n for n in cells.parse(alt.definition).body    # as written, named as what it replaces
                      if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == bug.replaces]
             if found:
                 rewrites.append((alt.name, edit_size(planted, definition_tokens(found[-1]))[0]))

@@ -39,6 +39,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import cells
 from .sandbox import GRADED_RUN_ENV
 
 
@@ -95,7 +96,7 @@ def _is_marker(decorator):
 def _rebinding_source(written, target, preamble):
     """Code that defines the entry whose source is `written` under the name `target`, with its decorators but the
     catalogue's (a Triton kernel keeps its @triton.jit), after the catalogue's imports and private helpers."""
-    tree = ast.parse(textwrap.dedent(written))
+    tree = cells.parse(textwrap.dedent(written))
     definition = tree.body[0]
     definition.decorator_list = [d for d in definition.decorator_list if not _is_marker(d)]
     definition.name = target
@@ -118,7 +119,7 @@ def _definition_text(obj, written, target):
     """The entry's source as written (`written`: comments and layout kept), without the catalogue's decorator
     (its others stay), its name replaced by `target`."""
     text = textwrap.dedent(written)
-    definition = ast.parse(text).body[0]
+    definition = cells.parse(text).body[0]
     first = min([d.lineno for d in definition.decorator_list if not _is_marker(d)] + [definition.lineno])
     lines = text.splitlines(keepends=True)[first - 1:]
     at = definition.lineno - first                     # the `def` or `class` line
@@ -146,19 +147,20 @@ def _source_reader(path):
                 starts.setdefault(node.name, (node.decorator_list[0] if node.decorator_list else node).lineno - 1)
             elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 visit(ast.iter_child_nodes(node))
-    visit(ast.parse("".join(lines)).body)
+    visit(cells.parse("".join(lines)).body)
 
     def source(obj):
         if inspect.isclass(obj) and obj.__qualname__ in starts:
             return "".join(inspect.getblock(lines[starts[obj.__qualname__]:]))
-        return inspect.getsource(obj)
+        with cells.PARSE_LOCK:              # inspect parses the whole file
+            return inspect.getsource(obj)
     return source
 
 
 def _preamble(path):
     """The catalogue's imports and private helpers (functions and classes whose names start
     with _), which an entry may use: executed in the notebook's namespace before the entry."""
-    tree = ast.parse(Path(path).read_text())
+    tree = cells.parse(Path(path).read_text())
     kept = [node for node in tree.body
             if (isinstance(node, (ast.Import, ast.ImportFrom)) and not _is_grader_import(node))
             or (isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name.startswith("_"))]

@@ -155,7 +155,7 @@ def write_demo_submissions(course, assignment_id, folder):
 def _definition(source, name):
     """The text of the top-level definition `name` in `source` (decorators included)."""
     lines = source.splitlines(keepends=True)
-    for node in ast.parse(source).body:
+    for node in cells.parse(source).body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
             return _node_text(lines, node)
     raise KeyError(name)
@@ -223,7 +223,7 @@ def submission_with(course, assignment_id, chosen):
 def _without_definitions(source, names):
     """`source` without its top-level definitions of `names` (decorators included)."""
     lines = source.splitlines(keepends=True)
-    for node in reversed(ast.parse(source).body):
+    for node in reversed(cells.parse(source).body):
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in names:
             start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
             lines[start:node.end_lineno] = []
@@ -240,7 +240,7 @@ def _needs(catalogue, definitions, defined):
     provides = _catalogue_provides(catalogue.read_text())
     needed, todo = [], list(definitions)
     while todo:
-        used = {n.id for n in ast.walk(ast.parse(todo.pop())) if isinstance(n, ast.Name)}
+        used = {n.id for n in ast.walk(cells.parse(todo.pop())) if isinstance(n, ast.Name)}
         for name in sorted(used - defined):
             if name in provides and provides[name] not in needed:
                 needed.append(provides[name])
@@ -254,7 +254,7 @@ def _catalogue_provides(text):
     content of the catalogue, as the samples of one assignment ask for it again and again."""
     lines = text.splitlines(keepends=True)
     provides = {}
-    for node in ast.parse(text).body:
+    for node in cells.parse(text).body:
         if isinstance(node, (ast.Import, ast.ImportFrom)) and "grader" not in (getattr(node, "module", "") or ""):
             for alias in node.names:
                 provides[(alias.asname or alias.name).split(".")[0]] = ast.get_source_segment(text, node)
@@ -317,7 +317,7 @@ def disguised_copy(course, assignment_id, nb, seed=0):
 
 def _top_level_names(source):
     try:
-        tree = ast.parse(source)
+        tree = cells.parse(source)
     except SyntaxError:
         return set()
     names = set()
@@ -334,7 +334,7 @@ def _top_level_names(source):
 def _local_names(source):
     """(names assigned inside functions, every function's parameters) of a cell."""
     assigned, parameters = set(), set()
-    for function in ast.walk(ast.parse(source)):
+    for function in ast.walk(cells.parse(source)):
         if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             arguments = function.args
             parameters |= {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
@@ -368,7 +368,7 @@ def _reordered(source):
     """Each run of consecutive top-level definitions, and of a class's consecutive methods, in
     reverse order (what lies between them stays where it is)."""
     try:
-        tree = ast.parse(source)
+        tree = cells.parse(source)
     except SyntaxError:
         return source
     lines = source.splitlines(keepends=True)

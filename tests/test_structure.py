@@ -104,3 +104,17 @@ def test_statuses_are_compared_as_the_enum():
                     if isinstance(side, ast.Constant) and side.value in values:
                         found.append(f"{path.relative_to(GRADER.parent)}:{node.lineno} compares with {side.value!r}")
     assert not found, "; ".join(found)
+
+
+def test_the_grader_parses_python_one_thread_at_a_time():
+    """Grading threads parse student cells, lab repairs and catalogues at once, and CPython 3.11's parser
+    counts its recursion depth per interpreter: two threads in ast.parse together can fail a submission with
+    "SystemError: AST constructor recursion depth mismatch". So the grader calls ast.parse only in
+    grader/cells.py's `parse`, under its lock (the provided files run in the student's kernel instead)."""
+    provided = GRADER / "provided"
+    calls = [f"{path.relative_to(GRADER.parent)}:{node.lineno}" for name, path in _modules().items()
+             if name != "grader.cells" and provided not in path.parents
+             for node in ast.walk(_tree(path))
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "parse"
+             and isinstance(node.func.value, ast.Name) and node.func.value.id == "ast"]
+    assert calls == [], f"ast.parse outside grader/cells.py's parse (use cells.parse): {calls}"
