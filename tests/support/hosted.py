@@ -126,13 +126,14 @@ def host_nbval_notebook(notebook_file):
     """Make nbval's collector of one notebook (an nbval.plugin.IPyNbFile) start its kernel in the hosted
     runtime, on a copy of the notebook alone in an empty folder, as when uploaded to Colab; its cells run
     and are checked as nbval runs and checks them. Idempotent."""
-    if getattr(notebook_file, "hosted_runtime", None) is not None:
+    if getattr(notebook_file, "hosted_runtime", False):
         return
-    import os
     import shutil
     import tempfile
 
     from nbval.kernel import RunningKernel
+
+    from grader.inprocess import environment
 
     notebook_file.hosted_runtime = True
     original_teardown = notebook_file.teardown
@@ -145,16 +146,9 @@ def host_nbval_notebook(notebook_file):
         alone = folder / "alone"
         alone.mkdir(exist_ok=True)
         shutil.copy(notebook_file.path, alone / notebook_file.path.name)
-        before = os.environ.get("JUPYTER_PATH")
-        os.environ["JUPYTER_PATH"] = str(folder / "jupyter")    # where jupyter_client finds KERNEL_NAME
-        try:
+        with environment(JUPYTER_PATH=str(folder / "jupyter")):    # where jupyter_client finds KERNEL_NAME
             notebook_file.kernel = RunningKernel(KERNEL_NAME, cwd=str(alone),
                                                  startup_timeout=notebook_file.config.option.nbval_kernel_startup_timeout)
-        finally:
-            if before is None:
-                os.environ.pop("JUPYTER_PATH")
-            else:
-                os.environ["JUPYTER_PATH"] = before
         notebook_file.setup_sanitize_files()
 
     def teardown():
