@@ -71,8 +71,8 @@ def main():
     largest, randn = namespace["largest_new_tensor"], namespace["seeded_randn"]
 
     flash_calls = []
-    for batch, len_q, len_k, block, causal, seed in [(1, 256, 256, 16, False, 10), (2, 256, 256, 16, True, 300),
-                                                     (2, 64, 320, 8, True, 301), (2, 250, 250, 32, False, 302),
+    for batch, len_q, len_k, block, causal, seed in [(1, 128, 128, 16, False, 10), (2, 256, 256, 16, True, 300),
+                                                     (2, 64, 160, 8, True, 301), (2, 250, 250, 32, False, 302),
                                                      (2, 1, 400, 16, True, 303)]:
         q = randn(batch, 2, len_q, 4, seed=seed)
         k, v = randn(batch, 2, len_k, 4, seed=seed + 1), randn(batch, 2, len_k, 4, seed=seed + 2)

@@ -181,6 +181,9 @@ def _flop_workload():
         torch.addmm(torch.randn(5), torch.randn(3, 4), torch.randn(4, 5))
         with torch.no_grad():
             nn.Conv1d(3, 4, 3)(torch.randn(2, 3, 10))
+        conv = nn.Conv1d(3, 4, 3)
+        for input_needs_grad in (True, False):   # the same shapes; convolution_backward's output_mask differs
+            conv(torch.randn(2, 3, 10, requires_grad=input_needs_grad)).sum().backward()
         with torch.inference_mode():   # composite ops (linear, matmul, einsum) reach the mode here and decompose
             model(tokens)
             torch.einsum("ij,jk->ik", torch.randn(2, 3), torch.randn(3, 4))
@@ -212,6 +215,44 @@ def test_fast_flop_counter_counts_what_torch_counts(torch_flop_counter):
     assert _count(work) == expected
     fast_flop_counter()   # a second call keeps the one in place
     assert _count(work) == expected
+
+
+def test_remembered_flop_formulas_count_what_torch_counts(torch_flop_counter):
+    """fast_flop_counter remembers each of torch's shape formulas' results by what the formula received (shapes,
+    the other arguments, their types): a workload counted again, every formula's answer now remembered, gives
+    torch's totals, per-module and per-operator counts; calls with equal shapes but other arguments (a convolution's
+    backward with and without the input's gradient) are remembered apart; custom formulas are not remembered."""
+    from torch.utils import flop_counter
+
+    from grader.runtime.record import fast_flop_counter
+    aten = torch.ops.aten
+    work = _flop_workload()
+    expected = _count(work)
+    fast_flop_counter()
+    memo = torch_flop_counter.__torch_dispatch__.formula_memo
+    for table in memo.values():
+        table.clear()
+    assert _count(work) == expected           # formulas computed, results remembered
+    remembered = {formula: len(table) for formula, table in memo.items()}
+    assert _count(work) == expected           # results read back
+    assert {formula: len(table) for formula, table in memo.items()} == remembered
+    registry = flop_counter.flop_registry
+    for packet in (aten.mm, aten.addmm, aten.bmm, aten.baddbmm, aten.convolution):
+        assert memo[registry[packet]], packet
+    backward_keys = list(memo[registry[aten.convolution_backward]])
+    conv_backward = [key for key in backward_keys if key[1][1:4] == ((torch.Tensor, torch.Size([2, 4, 8])),
+                                                                  (torch.Tensor, torch.Size([2, 3, 10])),
+                                                                  (torch.Tensor, torch.Size([4, 3, 3])))]
+    assert len(conv_backward) == 2, backward_keys   # output_mask [True, True, True] and [False, True, True]
+    custom = {aten.mm: lambda a_shape, b_shape, *args, out_shape=None, **kwargs: 3}
+    assert _count(lambda: torch.randn(2, 3) @ torch.randn(3, 4), custom_mapping=custom)[0] == 3
+    assert not any(formula in memo for formula in _custom_registry(custom).values())
+
+
+def _custom_registry(mapping):
+    from torch.utils.flop_counter import FlopCounterMode
+    return {packet: formula for packet, formula in FlopCounterMode(display=False, custom_mapping=mapping)
+            .flop_registry.items() if packet in mapping}
 
 
 def test_fast_flop_counter_gives_custom_formulas_what_torch_gives_them(torch_flop_counter):

@@ -118,7 +118,10 @@ def fast_flop_counter():
     (torch builds it on every operation); `func.decompose` is entered (with the mode pushed again) only
     when it can decompose, by the test decompose makes itself, not for every operation; and a FLOP
     formula gets its tensors' shapes from a walk over plain tuples, lists and dicts that builds what
-    torch's pytree `tree_map` builds (anything else goes through torch's own wrapper). The module
+    torch's pytree `tree_map` builds (anything else goes through torch's own wrapper). Torch's own shape
+    formulas (those of flop_counter.py: functions of what they receive and nothing else) are computed
+    once for each set of shapes and other arguments they receive and remembered: addmm's, for one,
+    calls mm's formula through torch's wrapper again, a pytree walk over the shapes, each time. The module
     tracker that attributes FLOPs to modules flattens every module's inputs and outputs with pytree
     and keeps the leaves only: it gets the same leaves from the same walk. The method is also free of
     the wrapper torch puts around dispatch methods to keep torch.compile out: that wrapper's first call
@@ -149,14 +152,14 @@ def fast_flop_counter():
     plain_decompose = getattr(plain_decompose, "decompose", None)
     try:
         source = "".join(inspect.getsource(part) for part in (
-            original, count_flops, flop_counter.shape_wrapper, flop_counter.get_shape, plain_decompose, module_tracker,
+            original, count_flops, flop_counter, plain_decompose, module_tracker,
             _pytree.tree_flatten, _pytree.tree_is_leaf, _pytree._get_node_type, _pytree._tuple_flatten,
             _pytree._list_flatten, _pytree._dict_flatten))
     except (OSError, TypeError, AttributeError):
         return
     # sha256 of that source in each torch whose code this repeats
     if hashlib.sha256(source.encode()).hexdigest() not in {
-            "2007cff2f6144735b590f024c45d0a92cdf76af8309367341de77dcc88334a2f",   # torch 2.13.0
+            "d9c5df9764b47bf1dcdf5553bc9a1d1c9421aa8f7cbe6b388564e589e8cbe7c5",   # torch 2.13.0
     }:
         return
 
@@ -216,6 +219,30 @@ def fast_flop_counter():
                 pass
         return plain_tree_flatten(tree, is_leaf=is_leaf)
 
+    # torch's own shape formulas (flop_counter.py, whose source is in the fingerprint) are functions of the
+    # shapes and other arguments they receive and nothing else: each one's results by what it received
+    memo = {formula: {} for formula in flop_counter.flop_registry.values()
+            if getattr(formula, "__code__", None) is shape_wrapped and formula.__module__ == flop_counter.__name__}
+    float_type = float
+
+    def signature(value):
+        """What shape_wrapper(f) hands f for a plain value (tensors as their shapes), as a hashable key that tells
+        apart everything f could tell apart: containers by their kind, leaves by their type (True is not 1),
+        floats by their bits (-0.0 is not 0.0). Raises NotPlain where shapes() would, TypeError where a leaf
+        cannot be a key."""
+        kind = type(value)
+        if kind is tuple or kind is list:
+            return (kind, *[signature(item) for item in value])
+        if kind is dict:
+            return (kind, *[(key, signature(item)) for key, item in value.items()])
+        if kind in pytree_nodes or issubclass(kind, tuple):
+            raise NotPlain
+        if isinstance(value, tensor_type):
+            return tensor_type, value.shape
+        if kind is float_type:
+            return kind, value.hex()
+        return kind, value
+
     def count(counter, packet, out, args, kwargs):
         """FlopCounterMode._count_flops."""
         registry = counter.flop_registry
@@ -223,12 +250,22 @@ def fast_flop_counter():
             formula = registry[packet]
             flops = None
             if getattr(formula, "__code__", None) is shape_wrapped:     # shape_wrapper(f): f on the shapes
-                try:
-                    args_shapes, kwargs_shapes, out_shape = shapes((args, kwargs, out))
-                except NotPlain:
-                    pass
-                else:
-                    flops = formula.__closure__[0].cell_contents(*args_shapes, out_shape=out_shape, **kwargs_shapes)
+                known, key = memo.get(formula), None
+                if known is not None:
+                    try:
+                        key = signature((args, kwargs, out))
+                        flops = known.get(key)
+                    except (NotPlain, TypeError):
+                        key = None
+                if flops is None:
+                    try:
+                        args_shapes, kwargs_shapes, out_shape = shapes((args, kwargs, out))
+                    except NotPlain:
+                        pass
+                    else:
+                        flops = formula.__closure__[0].cell_contents(*args_shapes, out_shape=out_shape, **kwargs_shapes)
+                        if key is not None:
+                            known[key] = flops
             if flops is None:
                 flops = formula(*args, **kwargs, out_val=out)
             for parent in set(counter.mod_tracker.parents):
@@ -259,6 +296,7 @@ def fast_flop_counter():
         return count(counter, func._overloadpacket, out, args, kwargs)
 
     __torch_dispatch__.course_fast_path = True
+    __torch_dispatch__.formula_memo = memo
     __torch_dispatch__.replaces = original
     _FlopCounterMode.__torch_dispatch__ = __torch_dispatch__
     if module_tracker.tree_flatten is plain_tree_flatten:
