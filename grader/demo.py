@@ -20,13 +20,18 @@ from .sandbox import unavailable_reason
 from .submission import Options, Status
 
 
+# assignments set up and waiting in the workers' pool beyond the one being recorded: the workers never wait
+# while this thread reports one assignment and sets up the next, whichever of the two takes longer
+LOOKAHEAD = 2
+
+
 def run_demo(course, ids=None, demo_dir=None, progress=True):
     """True when every sample got what it should; the demo's course state lives in demo_dir
     (default: out/demo in the course).
 
     Each assignment goes through the pipeline's phases (grader/pipeline.py) as `autograde` runs them,
     one assignment after another, but overlapped so that both cores stay busy: while one assignment's
-    kernels run, this thread records and reports the one before it and sets up the next (its release,
+    kernels run, this thread records and reports the one before it and sets up the next ones (release,
     samples, intake and Batch), whose submissions then wait in the same pool of workers. The warm-kernel
     and worker servers are started once for all of them. Everything that writes the demo's gradebook
     (releases, RECORD) happens in this thread, in the same order as one assignment after another."""
@@ -42,7 +47,7 @@ def run_demo(course, ids=None, demo_dir=None, progress=True):
         try:
             for aid in ids:
                 started.append(_start_grading(course, demo, demo_dir, aid, options, servers, pool))
-                if len(started) > 1:
+                if len(started) > LOOKAHEAD:
                     problems += _finish_grading(course, demo, started.pop(0), options)
             while started:
                 problems += _finish_grading(course, demo, started.pop(0), options)
