@@ -19,7 +19,6 @@ from .samples import LAB_FIXER, LAB_PASTED, LAB_REWRITTEN, write_demo_submission
 from .sandbox import unavailable_reason
 from .submission import Options, Status
 
-
 # assignments set up and waiting in the workers' pool beyond the one being recorded: the workers never wait
 # while this thread reports one assignment and sets up the next, whichever of the two takes longer
 LOOKAHEAD = 2

@@ -64,6 +64,9 @@ def run(course, assignment_id, source, options=None, strategy=None, *, recording
                   engine.Dask(options)); closed when the run ends, however it ends
         record    RECORD for each as it finishes, one at a time, and the outcomes saved
                   (`recording=False`: a run whose grades go nowhere, as the gate's and Gradescope's)
+
+    The demo runs these phases itself from the same parts, overlapping its assignments (grader/demo.py):
+    a change here belongs there too.
     """
     options = options or Options()
     strategy = strategy or Threads(options.parallel)
@@ -193,7 +196,8 @@ class Batch:
         servers (Batch(servers=...)), those."""
         if self.shared_servers is not None:
             self._prepare()
-            self.kernel_server, self.worker_server = self.shared_servers.kernel_server, self.shared_servers.worker_server
+            shared = self.shared_servers
+            self.kernel_server, self.worker_server = shared.kernel_server, shared.worker_server
             return self
         with ThreadPoolExecutor(max_workers=2) as pool:
             kernels = pool.submit(_start_warm_kernels if servers and self.options.sandboxed
