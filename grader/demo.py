@@ -42,20 +42,24 @@ def run_demo(course, ids=None, demo_dir=None, progress=True):
     options = Options(sandboxed=demo_sandboxed(), progress=progress)
     problems, started = [], []
     servers = pipeline.Servers(options)         # they start while the first assignment is set up
-    with ThreadPoolExecutor(max_workers=options.parallel) as pool:
-        try:
-            for aid in ids:
-                started.append(_start_grading(course, demo, demo_dir, aid, options, servers, pool))
-                if len(started) > LOOKAHEAD:
+    try:
+        with ThreadPoolExecutor(max_workers=options.parallel) as pool:
+            try:
+                for aid in ids:
+                    started.append(_start_grading(course, demo, demo_dir, aid, options, servers, pool))
+                    if len(started) > LOOKAHEAD:
+                        problems += _finish_grading(course, demo, started.pop(0), options)
+                while started:
                     problems += _finish_grading(course, demo, started.pop(0), options)
-            while started:
-                problems += _finish_grading(course, demo, started.pop(0), options)
-        finally:
-            for grading in started:         # an error above: the graded submissions are not waited for
-                for future in grading.futures:
-                    future.cancel()
-                grading.batch.close()
-            servers.close()
+            except BaseException:
+                for grading in started:     # an error: what has not started grading never will
+                    for future in grading.futures:
+                        future.cancel()
+                raise
+    finally:
+        for grading in started:             # after the pool: no submission is grading in its folder
+            grading.batch.close()
+        servers.close()
     csv_path, count = export_csv(demo, demo_dir / "grades.csv")
     print(f"grades: {count} rows in {_shown(course, csv_path)}")
     for problem in problems:
