@@ -21,14 +21,22 @@ def autograde(course, assignment_id, source, options=None):
     options = options or Options()
 
     def before_grading(intake):
-        for warning in intake.warnings:      # before grading starts: the run may not be worth waiting for
-            print(f"warning: {warning}", file=sys.stderr)
+        show_warnings(intake)               # before grading starts: the run may not be worth waiting for
         if options.student:
             only_student(intake, options.student)
 
     done = pipeline.run(course, assignment_id, source, options, strategy(options), after_intake=before_grading)
-    everyone = done.graded + done.intake.not_graded
-    return sorted(everyone, key=lambda s: (s.status in (Status.NOT_ON_ROSTER, Status.UNRECOGNISED), s.student))
+    return in_table_order(done.graded + done.intake.not_graded)
+
+
+def in_table_order(submissions):
+    """By student, those not on the roster or not recognised last."""
+    return sorted(submissions, key=lambda s: (s.status in (Status.NOT_ON_ROSTER, Status.UNRECOGNISED), s.student))
+
+
+def show_warnings(intake):
+    for warning in intake.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def strategy(options):

@@ -2,10 +2,14 @@
 (never in the real course/ folder): release, autograde, feedback, report, export, and a check
 that each sample got what it should."""
 import shutil
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 
-from . import cells, store
-from .autograde import autograde, format_table
+from tqdm.auto import tqdm
+
+from . import cells, pipeline, store
+from .autograde import format_table, in_table_order, show_warnings
 from .feedback import export_csv, generate_feedback
 from .labs import bug_outcome, is_lab, lab_bugs, student_repairs
 from .mutants import load_catalogue
@@ -15,35 +19,106 @@ from .samples import LAB_FIXER, LAB_PASTED, LAB_REWRITTEN, write_demo_submission
 from .sandbox import unavailable_reason
 from .submission import Options, Status
 
+# assignments set up and waiting in the workers' pool beyond the one being recorded: the workers never wait
+# while this thread reports one assignment and sets up the next, whichever of the two takes longer
+LOOKAHEAD = 2
+
 
 def run_demo(course, ids=None, demo_dir=None, progress=True):
     """True when every sample got what it should; the demo's course state lives in demo_dir
-    (default: out/demo in the course)."""
+    (default: out/demo in the course).
+
+    Each assignment goes through the pipeline's phases (grader/pipeline.py) as `autograde` runs them,
+    one assignment after another, but overlapped so that both cores stay busy: while one assignment's
+    kernels run, this thread records and reports the one before it and sets up the next ones (release,
+    samples, intake and Batch), whose submissions then wait in the same pool of workers. The warm-kernel
+    and worker servers are started once for all of them. Everything that writes the demo's gradebook
+    (releases, RECORD) happens in this thread, in the same order as one assignment after another."""
     ids = ids or course.assignment_ids()
     demo_dir = Path(demo_dir or course.root / "out" / "demo")
     if demo_dir.exists():
         shutil.rmtree(demo_dir)
     demo = course.with_grading_dir(demo_dir / "course")
     options = Options(sandboxed=demo_sandboxed(), progress=progress)
-    problems = []
-    for aid in ids:
-        # the release into the demo's own folder and gradebook: the committed assignments/ is never
-        # rewritten here (a release deletes its folder first, and a reader of it may be running)
-        generate_release(demo, aid, demo_dir / "release")
-        folder = demo_dir / "submissions" / aid
-        write_demo_submissions(course, aid, folder)
-        graded = autograde(demo, aid, folder, options)
-        print(format_table(aid, graded))
-        problems += _unexpected(course, demo, aid, graded)
-        pages = generate_feedback(demo, aid)
-        report = build_report(demo, aid)
-        print(f"  feedback: {len(pages)} HTML pages in {_shown(course, store.feedback_dir(demo))}; "
-              f"class report: {_shown(course, report)}\n")
+    problems, started = [], []
+    servers = pipeline.Servers(options)         # they start while the first assignment is set up
+    try:
+        with ThreadPoolExecutor(max_workers=options.parallel) as pool:
+            try:
+                for aid in ids:
+                    started.append(_start_grading(course, demo, demo_dir, aid, options, servers, pool))
+                    if len(started) > LOOKAHEAD:
+                        problems += _finish_grading(course, demo, started.pop(0), options)
+                while started:
+                    problems += _finish_grading(course, demo, started.pop(0), options)
+            except BaseException:
+                for grading in started:     # an error: what has not started grading never will
+                    for future in grading.futures:
+                        future.cancel()
+                raise
+    finally:
+        for grading in started:             # after the pool: no submission is grading in its folder
+            grading.batch.close()
+        servers.close()
     csv_path, count = export_csv(demo, demo_dir / "grades.csv")
     print(f"grades: {count} rows in {_shown(course, csv_path)}")
     for problem in problems:
         print("UNEXPECTED:", problem)
     return not problems
+
+
+@dataclass
+class _Grading:
+    """One assignment whose submissions are in the workers' pool."""
+    assignment_id: str
+    batch: pipeline.Batch
+    intake: object
+    futures: list
+
+
+def _start_grading(course, demo, demo_dir, aid, options, servers, pool):
+    """Release, samples, intake and prepared Batch of `aid` (autograde's INTAKE and prepare phases);
+    then its submissions through GRADE in `pool`."""
+    # the release into the demo's own folder and gradebook: the committed assignments/ is never
+    # rewritten here (a release deletes its folder first, and a reader of it may be running)
+    generate_release(demo, aid, demo_dir / "release")
+    folder = demo_dir / "submissions" / aid
+    write_demo_submissions(course, aid, folder)
+    batch = pipeline.Batch(demo, aid, options, servers=servers)
+    try:
+        intake = pipeline.take_in(folder, batch)
+        show_warnings(intake)
+        batch.prepare()
+    except BaseException:
+        batch.close()
+        raise
+    return _Grading(aid, batch, intake, [pool.submit(pipeline.grade, s, batch) for s in intake.submissions])
+
+
+def _finish_grading(course, demo, grading, options):
+    """autograde's RECORD phase for `grading`'s submissions as they finish, then the table, the check of
+    every sample, the feedback pages and the class report; the problems found."""
+    aid, batch, intake = grading.assignment_id, grading.batch, grading.intake
+    graded = []
+    try:
+        with tqdm(total=len(grading.futures), desc=f"grading {aid}", unit="student",
+                  disable=not options.progress) as bar:
+            for future in as_completed(grading.futures):
+                graded.append(pipeline.record(future.result(), batch))
+                bar.update(1)
+        for submission in intake.not_graded:
+            submission.max_score = batch.max_score
+    finally:
+        batch.close()
+    store.save_outcomes(demo, aid, graded + intake.not_graded)
+    graded = in_table_order(graded + intake.not_graded)
+    print(format_table(aid, graded))
+    problems = _unexpected(course, demo, aid, graded)
+    pages = generate_feedback(demo, aid)
+    report = build_report(demo, aid)
+    print(f"  feedback: {len(pages)} HTML pages in {_shown(course, store.feedback_dir(demo))}; "
+          f"class report: {_shown(course, report)}\n")
+    return problems
 
 
 def demo_sandboxed():

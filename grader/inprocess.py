@@ -14,7 +14,7 @@ import warnings
 from . import cells
 from .provided import checks_source
 from .runtime.record import TestRecorder, describe_exception, fast_flop_counter
-from .sandbox import GRADED_RUN_ENV
+from .sandbox import ENVIRON_LOCK, GRADED_RUN_ENV
 from .split import CHECK, split_notebook
 
 CHECK_HELPERS = {"close": "check_close", "equal": "check_equal", "between": "check_between", "raises": "check_raises",
@@ -121,16 +121,18 @@ def torch_threads(count):
 def environment(**values):
     """Set environment variables for the run only, as they were afterwards: a leaked MPLBACKEND=Agg
     would silence the plots of every kernel this process starts afterwards."""
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
+    with ENVIRON_LOCK:
+        saved = {name: os.environ.get(name) for name in values}
+        os.environ.update(values)
     try:
         yield
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        with ENVIRON_LOCK:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def _draws_randomness(obj, count):

@@ -64,6 +64,9 @@ def run(course, assignment_id, source, options=None, strategy=None, *, recording
                   engine.Dask(options)); closed when the run ends, however it ends
         record    RECORD for each as it finishes, one at a time, and the outcomes saved
                   (`recording=False`: a run whose grades go nowhere, as the gate's and Gradescope's)
+
+    The demo runs these phases itself from the same parts, overlapping its assignments (grader/demo.py):
+    a change here belongs there too.
     """
     options = options or Options()
     strategy = strategy or Threads(options.parallel)
@@ -176,11 +179,12 @@ class Batch:
     and worker servers). Use it as `with Batch(...) as batch:`; closing ends the servers and
     removes the scratch folder."""
 
-    def __init__(self, course, assignment_id, options=None):
+    def __init__(self, course, assignment_id, options=None, servers=None):
         self.course, self.assignment_id = course, assignment_id
         self.options = options or Options()
         self.course_db = course.db_url
         self.kernel_server = self.worker_server = self.trace = self.due = None
+        self.shared_servers = servers      # a started Servers the caller owns and closes (several batches in a row)
         if self.options.sandboxed:
             check_available()   # refuse loudly rather than run student code with our rights
         self.scratch = Path(tempfile.mkdtemp(prefix=f"grade-{assignment_id}-"))
@@ -188,7 +192,13 @@ class Batch:
     def prepare(self, servers=False):
         """Make what every submission shares (the intake needs none of it). `servers`: also start the
         warm-kernel server (when sandboxed and `options.kernels` is warm) and the worker server, while
-        the release is generated; worth their few seconds from the second submission on."""
+        the release is generated; worth their few seconds from the second submission on. With shared
+        servers (Batch(servers=...)), those."""
+        if self.shared_servers is not None:
+            self._prepare()
+            shared = self.shared_servers
+            self.kernel_server, self.worker_server = shared.kernel_server, shared.worker_server
+            return self
         with ThreadPoolExecutor(max_workers=2) as pool:
             kernels = pool.submit(_start_warm_kernels if servers and self.options.sandboxed
                                   and self.options.kernels is Kernels.WARM else _none)
@@ -232,7 +242,7 @@ class Batch:
 
     def close(self):
         for server in (self.kernel_server, self.worker_server):
-            if server is not None:
+            if server is not None and self.shared_servers is None:
                 server.close()
         self.kernel_server = self.worker_server = None
         if self.scratch is not None:
@@ -244,6 +254,33 @@ class Batch:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class Servers:
+    """The warm-kernel and worker servers, started once for several batches in a row (the demo grades one
+    assignment after another): Batch(..., servers=this) uses them and leaves them running; close() ends them.
+    They start in the background; a batch waits for them at the end of its prepare()."""
+
+    def __init__(self, options):
+        pool = ThreadPoolExecutor(max_workers=2)
+        self._kernels = pool.submit(_start_warm_kernels if options.sandboxed and options.kernels is Kernels.WARM
+                                    else _none)
+        self._workers = pool.submit(_start_worker_server)
+        pool.shutdown(wait=False)       # the two run on; result() waits for each
+
+    @property
+    def kernel_server(self):
+        return self._kernels.result()
+
+    @property
+    def worker_server(self):
+        return self._workers.result()
+
+    def close(self):
+        for started in (self._kernels, self._workers):
+            server = started.result()
+            if server is not None:
+                server.close()
 
 
 def _start_warm_kernels():

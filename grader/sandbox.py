@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +53,9 @@ TRITON_WITHOUT_GPU = {"TRITON_INTERPRET": "1"}
 # no progress bars, one thread per kernel (graders run side by side, and two OpenMP threads on two
 # busy cores stall on every small op), NBGRADER_EXECUTION as nbgrader sets it, so notebooks
 # skip their timing and training demos, and Triton's interpreter on a machine without a GPU.
+# held while this process's environment is changed or copied: a thread starting a kernel never copies it half-way
+# through an in-process run's change (grader/inprocess.py: environment), which another thread may make meanwhile
+ENVIRON_LOCK = threading.Lock()
 GRADED_RUN_ENV = {"MPLBACKEND": "Agg", "TQDM_DISABLE": "1", "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1",
                   "NBGRADER_EXECUTION": "autograde", **({} if _has_gpu_device() else TRITON_WITHOUT_GPU)}
 

@@ -28,7 +28,7 @@ from .. import cells
 from ..course import CELL_TIMEOUT_S, KERNEL_NAME, PACKAGE_REPO
 from ..provided import checks_source
 from ..runtime.execute_worker import TEST_CODE_DIR, TEST_CODE_FILE, TEST_CODE_KEY
-from ..sandbox import GRADED_RUN_ENV, ForkServer, Limits, read_json, write_kernelspec
+from ..sandbox import ENVIRON_LOCK, GRADED_RUN_ENV, ForkServer, Limits, read_json, write_kernelspec
 from ..split import split_notebook
 from ..submission import NotGraded
 
@@ -123,8 +123,8 @@ def _run(nb, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, 
     nbformat.write(instrument(nb, split, control), str(control / "run.ipynb"))
     code_cells = sum(cell.cell_type == "code" for cell in nb.cells)
     total_timeout = total_timeout or min(cell_timeout * (code_cells + 2), TOTAL_TIMEOUT_MAX_S)
-    env = dict(os.environ, **GRADED_RUN_ENV,
-               JUPYTER_PATH=str(control), JUPYTER_RUNTIME_DIR=str(runtime))
+    with ENVIRON_LOCK:   # an in-process run in another thread may be changing it (grader/inprocess.py)
+        env = dict(os.environ, **GRADED_RUN_ENV, JUPYTER_PATH=str(control), JUPYTER_RUNTIME_DIR=str(runtime))
     arguments = [str(control), str(kernel_dir), kernel_name, str(cell_timeout), json.dumps(asdict(limits))]
     started = time.time()
     worker = worker_server.fork(arguments, env, str(PACKAGE_REPO)) if worker_server is not None else None
