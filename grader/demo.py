@@ -6,8 +6,6 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from . import cells, pipeline, store
 from .autograde import format_table, in_table_order, show_warnings
 from .feedback import export_csv, generate_feedback
@@ -48,9 +46,9 @@ def run_demo(course, ids=None, demo_dir=None, progress=True):
                 for aid in ids:
                     started.append(_start_grading(course, demo, demo_dir, aid, options, servers, pool))
                     if len(started) > LOOKAHEAD:
-                        problems += _finish_grading(course, demo, started.pop(0), options)
+                        problems += _finish_grading(course, demo, started.pop(0))
                 while started:
-                    problems += _finish_grading(course, demo, started.pop(0), options)
+                    problems += _finish_grading(course, demo, started.pop(0))
             except BaseException:
                 for grading in started:     # an error: what has not started grading never will
                     for future in grading.futures:
@@ -95,22 +93,14 @@ def _start_grading(course, demo, demo_dir, aid, options, servers, pool):
     return _Grading(aid, batch, intake, [pool.submit(pipeline.grade, s, batch) for s in intake.submissions])
 
 
-def _finish_grading(course, demo, grading, options):
-    """autograde's RECORD phase for `grading`'s submissions as they finish, then the table, the check of
-    every sample, the feedback pages and the class report; the problems found."""
+def _finish_grading(course, demo, grading):
+    """autograde's RECORD phase for `grading`'s submissions as they finish (pipeline.record_all), then the
+    table, the check of every sample, the feedback pages and the class report; the problems found."""
     aid, batch, intake = grading.assignment_id, grading.batch, grading.intake
-    graded = []
     try:
-        with tqdm(total=len(grading.futures), desc=f"grading {aid}", unit="student",
-                  disable=not options.progress) as bar:
-            for future in as_completed(grading.futures):
-                graded.append(pipeline.record(future.result(), batch))
-                bar.update(1)
-        for submission in intake.not_graded:
-            submission.max_score = batch.max_score
+        graded = pipeline.record_all((future.result() for future in as_completed(grading.futures)), intake, batch)
     finally:
         batch.close()
-    store.save_outcomes(demo, aid, graded + intake.not_graded)
     graded = in_table_order(graded + intake.not_graded)
     print(format_table(aid, graded))
     problems = _unexpected(course, demo, aid, graded)

@@ -65,8 +65,8 @@ def run(course, assignment_id, source, options=None, strategy=None, *, recording
         record    RECORD for each as it finishes, one at a time, and the outcomes saved
                   (`recording=False`: a run whose grades go nowhere, as the gate's and Gradescope's)
 
-    The demo runs these phases itself from the same parts, overlapping its assignments (grader/demo.py):
-    a change here belongs there too.
+    The demo runs these phases from the same parts (record_all included), overlapping its assignments
+    (grader/demo.py).
     """
     options = options or Options()
     strategy = strategy or Threads(options.parallel)
@@ -79,22 +79,32 @@ def run(course, assignment_id, source, options=None, strategy=None, *, recording
             if before_prepare is not None:
                 before_prepare(batch)
             batch.prepare(servers=strategy.servers and len(intake.submissions) > 1)
-            with tqdm(total=len(intake.submissions), desc=f"grading {assignment_id}", unit="student",
-                      disable=not options.progress) as bar:
-                finished = strategy.grade(batch, intake.submissions)
-                try:
-                    for submission in finished:
-                        graded.append(record(submission, batch) if recording else submission)
-                        bar.update(1)
-                finally:
-                    finished.close()
-            for submission in intake.not_graded:
-                submission.max_score = batch.max_score
+            finished = strategy.grade(batch, intake.submissions)
+            try:
+                graded = record_all(finished, intake, batch, recording)
+            finally:
+                finished.close()
     finally:
         strategy.close()
-    if recording:
-        store.save_outcomes(course, assignment_id, graded + intake.not_graded)
     return Run(intake, graded)
+
+
+def record_all(finished, intake, batch, recording=True):
+    """The record phase of `run`: each graded submission of `finished` (an iterable, in the order they
+    finish) through RECORD, one at a time in this thread, with a progress bar; then the outcomes of the
+    graded and of those the intake could not grade saved in the gradebook. With recording=False, nothing
+    is recorded or saved. The graded submissions, in the order they finished."""
+    graded = []
+    with tqdm(total=len(intake.submissions), desc=f"grading {batch.assignment_id}", unit="student",
+              disable=not batch.options.progress) as bar:
+        for submission in finished:
+            graded.append(record(submission, batch) if recording else submission)
+            bar.update(1)
+    for submission in intake.not_graded:
+        submission.max_score = batch.max_score
+    if recording:
+        store.save_outcomes(batch.course, batch.assignment_id, graded + intake.not_graded)
+    return graded
 
 
 def given(*submissions):
