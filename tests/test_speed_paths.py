@@ -384,61 +384,42 @@ def test_memory_probe_measures_what_looking_at_every_storage_measures():
 
 
 @pytest.fixture
-def interpreter_builder():
-    """Triton's interpreter's builder, its options restored after the test (the fast path may be in place already:
-    an in-process gate ran here); skipped where Triton compiles for a GPU instead."""
+def triton_interpreter():
+    """Triton's interpreter module as Triton made it for the test (its overflow checks on, every helper patched
+    at every call), and afterwards as it was (the fast path may be in place already: an in-process gate ran
+    here); skipped where Triton compiles for a GPU instead."""
     import os
     if os.environ.get("TRITON_INTERPRET") != "1":
         pytest.skip("Triton's interpreter is not what runs kernels here (TRITON_INTERPRET is not 1)")
     interpreter = pytest.importorskip("triton.runtime.interpreter")
-    builder = interpreter.interpreter_builder
-    saved = builder.options
-    builder.options = type(saved)()
+    builder, scope_class = interpreter.interpreter_builder, interpreter._LangPatchScope
+    saved = builder.options, interpreter._patch_lang, scope_class.__dict__["restore"]
+    builder.options = type(saved[0])()
+    interpreter._patch_lang = getattr(saved[1], "replaces", saved[1])
+    scope_class.restore = getattr(saved[2], "replaces", saved[2])
     try:
-        yield builder
+        yield interpreter
     finally:
-        builder.options = saved
+        builder.options, interpreter._patch_lang, scope_class.restore = saved
 
 
-def test_fast_triton_interpreter_computes_what_triton_computes(interpreter_builder):
-    """Without the interpreter's discarded overflow checks (grader/runtime/record.py fast_triton_interpreter), a
-    kernel's integer arithmetic (int32 that wraps, int64, pointer offsets) and an error it raises are what
-    Triton's own interpreter gives; and the fast path is in place on the course's Triton."""
-    import triton
-    import triton.language as tl
-
+def test_fast_triton_interpreter_computes_what_triton_computes(triton_interpreter):
+    """Without the interpreter's discarded work (grader/runtime/record.py fast_triton_interpreter: the overflow
+    checks, the helpers patched again within a launch), kernels give Triton's own interpreter's answers and
+    errors, and leave triton.language patched as it does; and the fast path is in place on the course's
+    Triton."""
     from grader.runtime.record import fast_triton_interpreter
-
-    @triton.jit
-    def integer_kernel(X, OUT32, OUT64, n, BLOCK: tl.constexpr):
-        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        x = tl.load(X + offsets, mask=offsets < n, other=0)
-        tl.store(OUT32 + offsets, x * 65537 + 2147483000 - offsets * 3, mask=offsets < n)
-        tl.store(OUT64 + offsets, x.to(tl.int64) * 4294967311 - n, mask=offsets < n)
-
-    @triton.jit
-    def failing_kernel(X, BLOCK: tl.constexpr):
-        tl.store(X + tl.arange(0, BLOCK), tl.load(X + tl.arange(0, BLOCK)) * tl.arange(0, BLOCK)[:, None])
-
-    def run():
-        x = torch.arange(-20, 20, dtype=torch.int32) * 98765
-        out32, out64 = torch.empty_like(x), torch.empty(x.shape, dtype=torch.int64)
-        integer_kernel[(triton.cdiv(x.numel(), 16),)](x, out32, out64, x.numel(), BLOCK=16)
-        try:
-            failing_kernel[(1,)](x, BLOCK=16)
-            error = None
-        except Exception as exception:  # noqa: BLE001 - the error itself is what is compared
-            error = (type(exception).__name__, str(exception))
-        return out32, out64, error
-
+    from support.interpreted_kernels import run
     expected = run()
-    assert expected[2] is not None, "the failing kernel ran: it was meant to raise"
-    assert interpreter_builder.options.sanitize_overflow
+    assert expected[1] is not None, "the failing kernel ran: it was meant to raise"
     fast_triton_interpreter()
-    assert not interpreter_builder.options.sanitize_overflow, (
-        "the interpreter's overflow checks are still on with this Triton: if Triton changed, compare its "
-        "semantic.py and interpreter.py with fast_triton_interpreter() and add the new fingerprint there")
-    out32, out64, error = run()
-    assert torch.equal(out32, expected[0]) and torch.equal(out64, expected[1]) and error == expected[2]
-    fast_triton_interpreter()   # a second call changes nothing
-    assert not interpreter_builder.options.sanitize_overflow and not interpreter_builder.options.debug
+    assert not triton_interpreter.interpreter_builder.options.sanitize_overflow and getattr(
+        triton_interpreter._patch_lang, "course_fast_path", False), (
+        "the interpreter's fast path is not installed with this Triton: if Triton changed, compare its semantic.py "
+        "and interpreter.py with fast_triton_interpreter() and add the new fingerprints there")
+    for _ in range(2):   # a second call keeps the one in place
+        answers, error, builtins = run()
+        assert all(torch.equal(a, b) for a, b in zip(answers, expected[0], strict=True))
+        assert (error, builtins) == expected[1:]
+        fast_triton_interpreter()
+    assert not triton_interpreter.interpreter_builder.options.debug

@@ -267,35 +267,72 @@ def fast_flop_counter():
 
 
 def fast_triton_interpreter():
-    """Triton's interpreter (TRITON_INTERPRET=1: a7's kernels on a CPU) checks every integer +, - and * of a
-    kernel for overflow: it redoes the operation in int64 and compares the result with the type's bounds (seven
-    more interpreted operations, about a third of a7's graded run), then hands the verdict to `device_assert`,
-    which drops it unless the interpreter's options say `debug`, and nothing in the interpreter ever sets them so.
-    The check's result is never used: this turns it off (`sanitize_overflow=False` in those options), so every
-    kernel computes what it computed, raises what it raised, and skips only the discarded work.
+    """Two pieces of work that Triton's interpreter (TRITON_INTERPRET=1: a7's kernels on a CPU) does and throws
+    away, left out; every kernel computes what it computed and raises what it raised. Together they were about
+    two fifths of a7's graded run.
+
+    - It checks every integer +, - and * of a kernel for overflow: it redoes the operation in int64 and compares
+      the result with the type's bounds (seven more interpreted operations), then hands the verdict to
+      `device_assert`, which drops it unless the interpreter's options say `debug`, and nothing in the
+      interpreter ever sets them so. This turns the check off (`sanitize_overflow=False` in those options).
+    - At every call of a @triton.jit helper from inside a kernel (`tl.max` and `tl.sum` are such helpers) it
+      patches triton.language again for that helper, about half a millisecond each, and never undoes it. The
+      first such patch of a helper since the kernel's launch began already put every patch it makes in place
+      (fresh copies of the same stateless wrappers), and until the launch's own patches are undone, nothing but
+      the kernel's own code changes them: a later call of that helper in the same launch is not patched again.
 
     Only where the interpreter is already imported (torch.utils.flop_counter imports triton, so it is wherever
     the grader's FLOP counting is) and only on the Triton whose code this was read from (a fingerprint of the
-    source of every function involved); elsewhere, or with `debug` on, the options stay as they are."""
+    source of every function involved); elsewhere, or with `debug` on, the interpreter stays as it is."""
     interpreter = sys.modules.get("triton.runtime.interpreter")
-    builder = getattr(interpreter, "interpreter_builder", None)
-    options = getattr(builder, "options", None)
-    if options is None or getattr(options, "debug", True) or not getattr(options, "sanitize_overflow", False):
+    if interpreter is None:
         return
     try:
         import dataclasses
         import hashlib
         import inspect
 
-        semantic = type(interpreter.interpreter_semantic)
-        source = "".join(inspect.getsource(part) for part in (
+        builder, semantic = interpreter.interpreter_builder, type(interpreter.interpreter_semantic)
+        options, call = builder.options, interpreter.InterpretedFunction.__call__
+        checks = "".join(inspect.getsource(part) for part in (
             semantic.binary_op_sanitize_overflow_impl, semantic.device_assert, semantic.add, semantic.sub,
             semantic.mul, type(options), type(builder).__init__))
+        patching = "".join(inspect.getsource(part) for part in (
+            call, getattr(interpreter._patch_lang, "replaces", interpreter._patch_lang), interpreter._patch_builtin,
+            interpreter._patch_attr, interpreter._patch_lang_tensor, interpreter._patch_lang_core,
+            interpreter._patch_reduce_scan, interpreter._LangPatchScope, interpreter.GridExecutor.__call__))
     except (OSError, TypeError, AttributeError, ImportError):
         return
-    # sha256 of that source in each Triton whose code this repeats
-    if hashlib.sha256(source.encode()).hexdigest() not in {
+    # sha256 of those sources in each Triton whose code this repeats
+    if hashlib.sha256(checks.encode()).hexdigest() in {
             "2e7a4ae49b249cf2710d8bd98c153c424ca2b3ac4266879145e004e32442647b",   # triton 3.9.0
-    }:
+    } and options.sanitize_overflow and not options.debug:
+        builder.options = dataclasses.replace(options, sanitize_overflow=False)
+    if hashlib.sha256(patching.encode()).hexdigest() not in {
+            "275be47f84f93666a55e581a7ea40e41e0f1757329f697e1427161ba6ec0c8f3",   # triton 3.9.0
+    } or getattr(interpreter._patch_lang, "course_fast_path", False):
         return
-    builder.options = dataclasses.replace(options, sanitize_overflow=False)
+
+    patch_lang, scope_class = interpreter._patch_lang, interpreter._LangPatchScope
+    restore, helper_call = scope_class.restore, call.__code__
+    patched = set()   # the helpers patched for since a launch last began or ended
+
+    def _patch_lang(fn):
+        if sys._getframe(1).f_code is not helper_call:   # a launch: its patches, undone when it ends
+            patched.clear()
+            return patch_lang(fn)
+        if fn in patched:                                 # a helper called from a kernel: patches never undone
+            return scope_class()
+        scope = patch_lang(fn)
+        patched.add(fn)
+        return scope
+
+    def undo_and_forget(self):
+        patched.clear()
+        restore(self)
+
+    _patch_lang.course_fast_path = True
+    _patch_lang.replaces = patch_lang
+    undo_and_forget.replaces = restore
+    scope_class.restore = undo_and_forget
+    interpreter._patch_lang = _patch_lang
