@@ -289,28 +289,25 @@ def fast_triton_interpreter():
         return
     try:
         import dataclasses
-        import hashlib
-        import inspect
 
         builder, semantic = interpreter.interpreter_builder, type(interpreter.interpreter_semantic)
         options, call = builder.options, interpreter.InterpretedFunction.__call__
-        checks = "".join(inspect.getsource(part) for part in (
-            semantic.binary_op_sanitize_overflow_impl, semantic.device_assert, semantic.add, semantic.sub,
-            semantic.mul, type(options), type(builder).__init__))
-        patching = "".join(inspect.getsource(part) for part in (
-            call, getattr(interpreter._patch_lang, "replaces", interpreter._patch_lang), interpreter._patch_builtin,
-            interpreter._patch_attr, interpreter._patch_lang_tensor, interpreter._patch_lang_core,
-            interpreter._patch_reduce_scan, interpreter._LangPatchScope, interpreter.GridExecutor.__call__))
-    except (OSError, TypeError, AttributeError, ImportError):
+        checks = (semantic.binary_op_sanitize_overflow_impl, semantic.device_assert, semantic.add, semantic.sub,
+                  semantic.mul, type(options), type(builder).__init__)
+        patching = (call, getattr(interpreter._patch_lang, "replaces", interpreter._patch_lang),
+                    interpreter._patch_builtin, interpreter._patch_attr, interpreter._patch_lang_tensor,
+                    interpreter._patch_lang_core, interpreter._patch_reduce_scan, interpreter._LangPatchScope,
+                    interpreter.GridExecutor.__call__)
+    except AttributeError:
         return
     # sha256 of those sources in each Triton whose code this repeats
-    if hashlib.sha256(checks.encode()).hexdigest() in {
+    if options.sanitize_overflow and not options.debug and _same_source(checks, {
             "2e7a4ae49b249cf2710d8bd98c153c424ca2b3ac4266879145e004e32442647b",   # triton 3.9.0
-    } and options.sanitize_overflow and not options.debug:
+    }):
         builder.options = dataclasses.replace(options, sanitize_overflow=False)
-    if hashlib.sha256(patching.encode()).hexdigest() not in {
+    if getattr(interpreter._patch_lang, "course_fast_path", False) or not _same_source(patching, {
             "275be47f84f93666a55e581a7ea40e41e0f1757329f697e1427161ba6ec0c8f3",   # triton 3.9.0
-    } or getattr(interpreter._patch_lang, "course_fast_path", False):
+    }):
         return
 
     patch_lang, scope_class = interpreter._patch_lang, interpreter._LangPatchScope
@@ -336,3 +333,21 @@ def fast_triton_interpreter():
     undo_and_forget.replaces = restore
     scope_class.restore = undo_and_forget
     interpreter._patch_lang = _patch_lang
+
+
+_SOURCE_VERDICTS = {}
+
+
+def _same_source(parts, fingerprints):
+    """Whether the source of these functions and classes, together, has one of these sha256 fingerprints; found
+    once for each set of objects (reading a class's source parses its whole file: about 0.07 CPU-s each)."""
+    key = tuple(id(part) for part in parts)
+    if key not in _SOURCE_VERDICTS:
+        import hashlib
+        import inspect
+        try:
+            source = "".join(inspect.getsource(part) for part in parts)
+        except (OSError, TypeError):
+            source = ""
+        _SOURCE_VERDICTS[key] = (parts, hashlib.sha256(source.encode()).hexdigest())   # the parts keep their ids
+    return _SOURCE_VERDICTS[key][1] in fingerprints
