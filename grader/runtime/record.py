@@ -268,8 +268,8 @@ def fast_flop_counter():
 
 def fast_triton_interpreter():
     """Two pieces of work that Triton's interpreter (TRITON_INTERPRET=1: a7's kernels on a CPU) does and throws
-    away, left out; every kernel computes what it computed and raises what it raised. Together they were about
-    two fifths of a7's graded run.
+    away, left out; every kernel computes what it computed and raises what it raised. Together they were close
+    to half of a7's graded run.
 
     - It checks every integer +, - and * of a kernel for overflow: it redoes the operation in int64 and compares
       the result with the type's bounds (seven more interpreted operations), then hands the verdict to
