@@ -282,35 +282,35 @@ def fast_triton_interpreter():
       the kernel's own code changes them: a later call of that helper in the same launch is not patched again.
 
     Only where the interpreter is already imported (torch.utils.flop_counter imports triton, so it is wherever
-    the grader's FLOP counting is) and only on the Triton whose code this was read from (a fingerprint of the
-    source of every function involved); elsewhere, or with `debug` on, the interpreter stays as it is."""
+    the grader's FLOP counting is) and only on the Triton whose code this was read from (a fingerprint of the two
+    files that hold every function involved, semantic.py and interpreter.py); elsewhere the interpreter stays as
+    it is, and with `debug` on it keeps its overflow checks."""
     interpreter = sys.modules.get("triton.runtime.interpreter")
-    if interpreter is None:
+    semantic = sys.modules.get("triton.language.semantic")
+    if interpreter is None or semantic is None:
         return
+    import dataclasses
+    import hashlib
     try:
-        import dataclasses
-
-        builder, semantic = interpreter.interpreter_builder, type(interpreter.interpreter_semantic)
-        options, call = builder.options, interpreter.InterpretedFunction.__call__
-        checks = (semantic.binary_op_sanitize_overflow_impl, semantic.device_assert, semantic.add, semantic.sub,
-                  semantic.mul, type(options), type(builder).__init__)
-        patching = (call, getattr(interpreter._patch_lang, "replaces", interpreter._patch_lang),
-                    interpreter._patch_builtin, interpreter._patch_attr, interpreter._patch_lang_tensor,
-                    interpreter._patch_lang_core, interpreter._patch_reduce_scan, interpreter._LangPatchScope,
-                    interpreter.GridExecutor.__call__)
-    except AttributeError:
+        builder = interpreter.interpreter_builder
+        options, call, patch_lang = builder.options, interpreter.InterpretedFunction.__call__, interpreter._patch_lang
+        scope_class = interpreter._LangPatchScope
+        digest = hashlib.sha256()
+        for module in (semantic, interpreter):   # the files of every function involved, read whole (a millisecond)
+            with open(module.__file__, "rb") as source:
+                digest.update(source.read())
+    except (AttributeError, OSError, TypeError):
         return
-    # sha256 of those sources in each Triton whose code this repeats
-    if options.sanitize_overflow and not options.debug and _same_source(checks, {
-            "2e7a4ae49b249cf2710d8bd98c153c424ca2b3ac4266879145e004e32442647b",   # triton 3.9.0
-    }):
+    # sha256 of semantic.py and interpreter.py in each Triton whose code this was read from
+    if digest.hexdigest() not in {
+            "b25f7c8433d4fdfbdf3d139bef719c6f99d691338f6cd7c00b3dc94d6e8248ff",   # triton 3.9.0
+    }:
+        return
+    if options.sanitize_overflow and not options.debug:
         builder.options = dataclasses.replace(options, sanitize_overflow=False)
-    if getattr(interpreter._patch_lang, "course_fast_path", False) or not _same_source(patching, {
-            "275be47f84f93666a55e581a7ea40e41e0f1757329f697e1427161ba6ec0c8f3",   # triton 3.9.0
-    }):
+    if getattr(patch_lang, "course_fast_path", False):
         return
 
-    patch_lang, scope_class = interpreter._patch_lang, interpreter._LangPatchScope
     restore, helper_call = scope_class.restore, call.__code__
     patched = set()   # the helpers patched for since a launch last began or ended
 
@@ -333,21 +333,3 @@ def fast_triton_interpreter():
     undo_and_forget.replaces = restore
     scope_class.restore = undo_and_forget
     interpreter._patch_lang = _patch_lang
-
-
-_SOURCE_VERDICTS = {}
-
-
-def _same_source(parts, fingerprints):
-    """Whether the source of these functions and classes, together, has one of these sha256 fingerprints; found
-    once for each set of objects (reading a class's source parses its whole file: about 0.07 CPU-s each)."""
-    key = tuple(id(part) for part in parts)
-    if key not in _SOURCE_VERDICTS:
-        import hashlib
-        import inspect
-        try:
-            source = "".join(inspect.getsource(part) for part in parts)
-        except (OSError, TypeError):
-            source = ""
-        _SOURCE_VERDICTS[key] = (parts, hashlib.sha256(source.encode()).hexdigest())   # the parts keep their ids
-    return _SOURCE_VERDICTS[key][1] in fingerprints
