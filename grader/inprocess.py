@@ -13,7 +13,7 @@ import warnings
 
 from . import cells
 from .provided import checks_source
-from .runtime.record import TestRecorder, describe_exception, fast_flop_counter
+from .runtime.record import TestRecorder, describe_exception, fast_flop_counter, fast_triton_interpreter
 from .sandbox import ENVIRON_LOCK, GRADED_RUN_ENV
 from .split import CHECK, split_notebook
 
@@ -98,6 +98,7 @@ def run_in_process(nb, replacements=(), keep_expected=False, rng_seed=None, devi
         # as in the grader's kernels: the same counts, without torch._dynamo's wrapper. Here, in the graded
         # runs' environment: torch.utils.flop_counter imports triton, which reads TRITON_INTERPRET once
         fast_flop_counter()
+        fast_triton_interpreter()   # as in the kernels: the same answers, without the discarded overflow checks
         return _run(nb, replacements, recorder, rng_seed)
 
 

@@ -422,3 +422,45 @@ def test_memory_probe_measures_what_looking_at_every_storage_measures():
         _, measured = probe(function)
         assert measured == expected, name
     assert probe(cases["growing then shrinking"])[1] == 51
+
+
+@pytest.fixture
+def triton_interpreter():
+    """Triton's interpreter module as Triton made it for the test (its overflow checks on, every helper patched
+    at every call), and afterwards as it was (the fast path may be in place already: an in-process gate ran
+    here); skipped where Triton compiles for a GPU instead."""
+    import os
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.skip("Triton's interpreter is not what runs kernels here (TRITON_INTERPRET is not 1)")
+    interpreter = pytest.importorskip("triton.runtime.interpreter")
+    builder, scope_class = interpreter.interpreter_builder, interpreter._LangPatchScope
+    saved = builder.options, interpreter._patch_lang, scope_class.__dict__["restore"]
+    builder.options = type(saved[0])()
+    interpreter._patch_lang = getattr(saved[1], "replaces", saved[1])
+    scope_class.restore = getattr(saved[2], "replaces", saved[2])
+    try:
+        yield interpreter
+    finally:
+        builder.options, interpreter._patch_lang, scope_class.restore = saved
+
+
+def test_fast_triton_interpreter_computes_what_triton_computes(triton_interpreter):
+    """Without the interpreter's discarded work (grader/runtime/record.py fast_triton_interpreter: the overflow
+    checks, the helpers patched again within a launch), kernels give Triton's own interpreter's answers and
+    errors, and leave triton.language patched as it does; and the fast path is in place on the course's
+    Triton."""
+    from grader.runtime.record import fast_triton_interpreter
+    from support.interpreted_kernels import run
+    expected = run()
+    assert expected[1] is not None, "the failing kernel ran: it was meant to raise"
+    fast_triton_interpreter()
+    assert not triton_interpreter.interpreter_builder.options.sanitize_overflow and getattr(
+        triton_interpreter._patch_lang, "course_fast_path", False), (
+        "the interpreter's fast path is not installed with this Triton: if Triton changed, compare its semantic.py "
+        "and interpreter.py with fast_triton_interpreter() and add the new fingerprints there")
+    for _ in range(2):   # a second call keeps the one in place
+        answers, error, builtins = run()
+        assert all(torch.equal(a, b) for a, b in zip(answers, expected[0], strict=True))
+        assert (error, builtins) == expected[1:]
+        fast_triton_interpreter()
+    assert not triton_interpreter.interpreter_builder.options.debug

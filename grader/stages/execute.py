@@ -59,7 +59,8 @@ def instrument(nb, split, control):
     prelude = (RECORDER_SOURCE + "\n__course_grader__ = TestRecorder(" + repr(checks_source())
                + f", records_dir=os.path.join(os.getcwd(), {RECORDS_DIR!r}), "
                + f"inbox=os.path.join(os.getcwd(), {TEST_CODE_FILE!r}), python={tuple(sys.version_info[:2])!r})\n"
-               + "fast_flop_counter()\ndel TestRecorder, fast_flop_counter\n")
+               + "fast_flop_counter()\nfast_triton_interpreter()\n"
+               + "del TestRecorder, fast_flop_counter, fast_triton_interpreter\n")
     codes = Path(control) / TEST_CODE_DIR
     codes.mkdir(parents=True, exist_ok=True)
     for index, cell in enumerate(run_nb.cells):
