@@ -357,7 +357,8 @@ def path_without_bwrap(folder):
     for directory in [str(Path(sys.executable).parent)] + os.environ.get("PATH", "").split(os.pathsep):
         if directory and Path(directory).is_dir():
             for program in Path(directory).iterdir():
-                if program.name != "bwrap" and not (bin_dir / program.name).exists():
+                # lexists: a dangling link in PATH (an alternative whose program was removed) is linked once too
+                if program.name != "bwrap" and not os.path.lexists(bin_dir / program.name):
                     (bin_dir / program.name).symlink_to(program)
     return str(bin_dir)
 
