@@ -194,7 +194,8 @@ class Batch:
         self.options = options or Options()
         self.course_db = course.db_url
         self.kernel_server = self.worker_server = self.trace = self.due = None
-        self.shared_servers = servers      # a started Servers the caller owns and closes (several batches in a row)
+        self.servers = servers             # started Servers; given, the caller's (several batches in a row)
+        self.own_servers = None            # those prepare(servers=True) started for this batch alone
         if self.options.sandboxed:
             check_available()   # refuse loudly rather than run student code with our rights
         self.scratch = Path(tempfile.mkdtemp(prefix=f"grade-{assignment_id}-"))
@@ -202,21 +203,15 @@ class Batch:
     def prepare(self, servers=False):
         """Make what every submission shares (the intake needs none of it). `servers`: also start the
         warm-kernel server (when sandboxed and `options.kernels` is warm) and the worker server, while
-        the release is generated; worth their few seconds from the second submission on. With shared
-        servers (Batch(servers=...)), those."""
-        if self.shared_servers is not None:
+        the release is generated; worth their few seconds from the second submission on. A batch given
+        shared servers (Batch(servers=...)) uses those."""
+        if servers and self.servers is None:
+            self.servers = self.own_servers = Servers(self.options)
+        try:
             self._prepare()
-            shared = self.shared_servers
-            self.kernel_server, self.worker_server = shared.kernel_server, shared.worker_server
-            return self
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            kernels = pool.submit(_start_warm_kernels if servers and self.options.sandboxed
-                                  and self.options.kernels is Kernels.WARM else _none)
-            workers = pool.submit(_start_worker_server if servers else _none)
-            try:
-                self._prepare()
-            finally:
-                self.kernel_server, self.worker_server = kernels.result(), workers.result()
+        finally:
+            if self.servers is not None:
+                self.kernel_server, self.worker_server = self.servers.kernel_server, self.servers.worker_server
         return self
 
     def _prepare(self):
@@ -251,10 +246,9 @@ class Batch:
         return work
 
     def close(self):
-        for server in (self.kernel_server, self.worker_server):
-            if server is not None and self.shared_servers is None:
-                server.close()
-        self.kernel_server = self.worker_server = None
+        if self.own_servers is not None:
+            self.own_servers.close()
+        self.kernel_server = self.worker_server = self.own_servers = None
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = None
@@ -267,9 +261,10 @@ class Batch:
 
 
 class Servers:
-    """The warm-kernel and worker servers, started once for several batches in a row (the demo grades one
-    assignment after another): Batch(..., servers=this) uses them and leaves them running; close() ends them.
-    They start in the background; a batch waits for them at the end of its prepare()."""
+    """The warm-kernel (when sandboxed and `options.kernels` is warm) and worker servers, started in the
+    background; a batch waits for them at the end of its prepare(). Started by Batch.prepare(servers=True)
+    for that batch alone, or once for several batches in a row (the demo grades one assignment after
+    another): Batch(..., servers=this) uses them and leaves them running; close() ends them."""
 
     def __init__(self, options):
         pool = ThreadPoolExecutor(max_workers=2)
