@@ -319,6 +319,33 @@ def test_make_gpu_report_without_cuda_fails_with_the_message():
     assert "Error 3" in proc.stderr, proc.stderr
 
 
+
+NO_NBGRADER = '''import sys
+class NoNbgrader:   # a GPU box given only torch and the notebook runners (tools/gpu_wheels.sh): no nbgrader
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("nbgrader", "nbconvert", "jupyter_server"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, NoNbgrader())
+'''
+
+
+def test_the_gate_on_a_device_runs_without_nbgrader(tmp_path):
+    """`make gpu-report` runs `grader check --device cuda --skip-release-run` where tools/gpu_wheels.sh brought
+    no nbgrader: nothing on that path may import it (the release run and the up-to-date check, which need it,
+    run on the CPU only). Shown with the solution's share of a1's gate on the CPU device."""
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "sitecustomize.py").write_text(NO_NBGRADER)
+    script = ("import sys\nfrom grader.course import Course\nfrom grader.gate import Part, check_assignment\n"
+              "import grader.cli\n"
+              "report = check_assignment(Course.find(), 'a1_self_attention', run_release=False, progress=False,\n"
+              "                          device='cpu', part=Part('solution'))\n"
+              "print([r.name for r in report.results], report.ok, 'nbgrader' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": f"{tmp_path}:{REPO}", "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().endswith("['(a) solution scores full marks'] True False"), proc.stdout + proc.stderr
 # ---- the lectures' progress bar (grader/provided/progress.py), copied like the device helper ----
 
 @pytest.mark.parametrize("path", sorted((REPO / "lectures").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.stem)
