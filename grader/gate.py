@@ -342,8 +342,9 @@ def _grade_release(course, assignment_id):
     sandbox, else unsandboxed (it is the course's own notebook). Returns (graded submission, why it
     ran unsandboxed or "")."""
     without_sandbox = unavailable_reason()
-    from . import pipeline   # nbgrader's stages: imported only for this run, so that a machine without nbgrader
-                             # (a GPU box given only torch) can still run the gate with --skip-release-run
+    # nbgrader's stages, imported for this run only: a GPU box given only torch and the notebook runners
+    # (tools/gpu_wheels.sh) runs the rest of the gate without nbgrader
+    from . import pipeline
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "release.ipynb"
         nbformat.write(release_notebook(course, assignment_id), str(path))

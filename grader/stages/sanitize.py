@@ -5,8 +5,12 @@ locked and test cells from the source notebook (a student cannot edit a test, or
 ordinary cell), re-adds deleted test cells, drops duplicated grade ids, turns cells the assignment
 does not have into ordinary cells, resets the kernelspec; then notes what it changed."""
 import copy
+import functools
 import logging
 
+import jsonschema
+from nbgrader.nbgraderformat import MetadataValidator, ValidationError
+from nbgrader.nbgraderformat.common import BaseMetadataValidator, SchemaTooNewError, SchemaTooOldError
 from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteCells, OverwriteKernelspec
 from traitlets.config import Config
 
@@ -56,7 +60,7 @@ def restore(nb, assignment_id, db_url, released, student=TEMPLATE_STUDENT):
     flags = _RestoreGradingFlags(released)
     steps = [ClearOutput(config=config, log=quiet), DeduplicateIds(config=config, log=quiet), _DropEmptyMetadata(),
              flags, OverwriteKernelspec(config=config, log=quiet), OverwriteCells(config=config, log=quiet),
-             CheckCellMetadata(config=config, log=quiet)]
+             _CheckCellMetadata(config=config, log=quiet)]
     try:
         for step in steps:
             nb, resources = step.preprocess(nb, resources)
@@ -148,3 +152,49 @@ def _belongs_to(nb, released):
     wanted = {cells.grade_id(c) for c in released.cells if cells.grade_id(c)}
     present = {cells.grade_id(c) for c in nb.cells if cells.grade_id(c)}
     return bool(wanted & present)
+
+
+
+@functools.lru_cache(maxsize=None)
+def _schema_validator():
+    """A validator for nbgrader's current metadata schema, the schema checked once."""
+    schema = MetadataValidator().schema
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator_class.check_schema(schema)
+    return validator_class(schema)
+
+
+class _CompiledSchema(BaseMetadataValidator):
+    """nbgrader's check of one cell's grading metadata, with the JSON schema checked and compiled once:
+    `jsonschema.validate`, which nbgrader calls for every cell, checks the schema itself and builds a
+    validator each time (about 1.5 ms a cell, 50 ms for a4's notebook). Same checks, same errors."""
+
+    def validate_cell(self, cell):
+        if "nbgrader" not in cell.metadata:
+            return
+        version = cell.metadata["nbgrader"].get("schema_version", 0)
+        if version < self.schema_version:
+            raise SchemaTooOldError(f"Outdated schema version: {version} (expected {self.schema_version})",
+                                    version, self.schema_version)
+        if version > self.schema_version:
+            raise SchemaTooNewError(f"Schema version is too new: {version} (expected {self.schema_version})",
+                                    version, self.schema_version)
+        error = jsonschema.exceptions.best_match(_schema_validator().iter_errors(cell.metadata["nbgrader"]))
+        if error is not None:
+            raise error
+
+
+class _MetadataValidator(MetadataValidator, _CompiledSchema):
+    """nbgrader's current validator (its checks across cells: unique ids, cell types), each cell's schema
+    check through `_CompiledSchema`."""
+
+
+class _CheckCellMetadata(CheckCellMetadata):
+    """nbgrader's CheckCellMetadata, through `_MetadataValidator`."""
+
+    def preprocess(self, nb, resources):
+        try:
+            _MetadataValidator().validate_nb(nb)
+        except ValidationError as error:
+            raise ValidationError("Notebook failed to validate; the nbgrader metadata may be corrupted.") from error
+        return nb, resources
