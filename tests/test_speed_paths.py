@@ -464,3 +464,39 @@ def test_fast_triton_interpreter_computes_what_triton_computes(triton_interprete
         assert (error, builtins) == expected[1:]
         fast_triton_interpreter()
     assert not triton_interpreter.interpreter_builder.options.debug
+
+
+@pytest.mark.parametrize("edit", ["none", "points", "grade", "no_id", "extra_key", "old_schema", "new_schema",
+                                  "duplicate_id", "markdown_test"])
+def test_the_compiled_metadata_check_raises_what_nbgraders_raises(edit):
+    """sanitize checks grading metadata with nbgrader's JSON schema compiled once (stages/sanitize.py); a
+    notebook passes or fails it exactly as nbgrader's own CheckCellMetadata, with the same error."""
+    import copy
+    import logging
+
+    import nbformat
+    from nbgrader.preprocessors import CheckCellMetadata
+
+    from grader.stages.sanitize import _CheckCellMetadata
+
+    nb = nbformat.read(str(ROOT / "solutions" / "a1_self_attention" / "a1_self_attention.ipynb"), as_version=4)
+    graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    meta = graded[0].metadata["nbgrader"]
+    {"none": lambda: None, "points": lambda: meta.update(points="ten"), "grade": lambda: meta.update(grade="yes"),
+     "no_id": lambda: meta.pop("grade_id"), "extra_key": lambda: meta.update(extra=1),
+     "old_schema": lambda: meta.update(schema_version=2), "new_schema": lambda: meta.update(schema_version=4),
+     "duplicate_id": lambda: meta.update(grade_id=graded[1].metadata["nbgrader"]["grade_id"]),
+     "markdown_test": lambda: setattr(graded[0], "cell_type", "markdown")}[edit]()
+
+    def outcome(step):
+        quiet = logging.getLogger("metadata-check-test")
+        quiet.disabled = True
+        try:
+            step(log=quiet).preprocess(copy.deepcopy(nb), {})
+        except Exception as error:  # noqa: BLE001 - compared, whatever nbgrader raises
+            cause = error.__cause__ or error.__context__
+            return type(error), str(error), type(cause), str(cause)
+        return "passed"
+    expected = outcome(CheckCellMetadata)
+    assert outcome(_CheckCellMetadata) == expected
+    assert (expected == "passed") == (edit == "none")
