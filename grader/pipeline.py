@@ -16,6 +16,7 @@ recorded (never a silent 0). Each stage lives in grader/stages/<name>.py.
 Gradescope's grading and the quality gate's release run through it, each with the strategy that
 grades its submissions: Threads here, Serial (one in this thread), or Dask (grader/engine.py).
 """
+import re
 import shutil
 import sys
 import tempfile
@@ -206,7 +207,7 @@ class Batch:
         the release is generated; worth their few seconds from the second submission on. A batch given
         shared servers (Batch(servers=...)) uses those."""
         if servers and self.servers is None:
-            self.servers = self.own_servers = Servers(self.options)
+            self.servers = self.own_servers = Servers(self.options, warm_imports(self.course, [self.assignment_id]))
         try:
             self._prepare()
         finally:
@@ -266,10 +267,10 @@ class Servers:
     for that batch alone, or once for several batches in a row (the demo grades one assignment after
     another): Batch(..., servers=this) uses them and leaves them running; close() ends them."""
 
-    def __init__(self, options):
+    def __init__(self, options, imports=()):
         pool = ThreadPoolExecutor(max_workers=2)
         self._kernels = pool.submit(_start_warm_kernels if options.sandboxed and options.kernels is Kernels.WARM
-                                    else _none)
+                                    else _none, tuple(imports))
         self._workers = pool.submit(_start_worker_server)
         pool.shutdown(wait=False)       # the two run on; result() waits for each
 
@@ -288,11 +289,11 @@ class Servers:
                 server.close()
 
 
-def _start_warm_kernels():
-    """A started WarmKernels, or None (with the reason on stderr) where this system cannot build its
-    sandbox: then every kernel starts cold, in bubblewrap."""
+def _start_warm_kernels(imports=()):
+    """A started WarmKernels holding `imports`, or None (with the reason on stderr) where this system cannot
+    build its sandbox: then every kernel starts cold, in bubblewrap."""
     try:
-        return WarmKernels.start()
+        return WarmKernels.start(imports=imports)
     except SandboxUnavailable as error:
         print(f"note: {error}; each kernel starts cold (bubblewrap) instead", file=sys.stderr)
         return None
@@ -306,6 +307,25 @@ def _start_worker_server():
         return None
 
 
-def _none():
+def _none(*_):
     return None
+
+
+MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+def warm_imports(course, assignment_ids):
+    """The modules the warm-kernel server imports besides torch and ipykernel for these assignments: each
+    source notebook's metadata `course.warm_imports`, a list of module names that its tests import and
+    that cost a kernel much to import (a6: Hugging Face's Llama). The instructor's notebook, never a
+    submission. ValueError, naming the notebook, where the list is not one of module names."""
+    names = []
+    for aid in assignment_ids:
+        path = course.source_notebook(aid)
+        listed = cells.read(path).metadata.get("course", {}).get("warm_imports", []) if path.exists() else []
+        if not isinstance(listed, list) or not all(isinstance(n, str) and MODULE_NAME.fullmatch(n) for n in listed):
+            raise ValueError(f"{path}: the metadata course.warm_imports should be a list of module names such as "
+                             f"\"transformers.models.llama.modeling_llama\"; it is {listed!r}")
+        names += [n for n in listed if n not in names]
+    return names
 

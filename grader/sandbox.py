@@ -197,8 +197,9 @@ class WarmKernels(ForkServer):
     execute(), `close()` it. Each kernel is a fresh fork in a sandbox of its own, never reused."""
 
     @classmethod
-    def start(cls, timeout=120):
-        """Start the server and prove it can build a sandbox here; raise SandboxUnavailable if not."""
+    def start(cls, timeout=120, imports=()):
+        """Start the server, holding `imports` too (module names: an assignment's warm imports), and prove it
+        can build a sandbox here; raise SandboxUnavailable if not."""
         folder = Path(tempfile.mkdtemp(prefix="grader-warm-", dir="/tmp"))
         (folder / "root").mkdir()
         # a clean environment, not the grader's: a fork keeps its parent's initial environment block,
@@ -207,7 +208,7 @@ class WarmKernels(ForkServer):
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": str(folder),
                "MPLCONFIGDIR": str(folder / "matplotlib"), **GRADED_RUN_ENV, **TRITON_WITHOUT_GPU}
         server, said = cls.launch([kernel_python(), "-I", str(WARM_SERVER), str(folder / "server.sock"),
-                                   str(folder / "root")], folder, timeout, env=env)
+                                   str(folder / "root"), ",".join(imports)], folder, timeout, env=env)
         if server is None:
             raise SandboxUnavailable(f"the warm kernel server did not start ({said})")
         problem = server.probe()

@@ -81,3 +81,20 @@ def test_the_strategy_is_closed_when_grading_fails(course, tmp_path, download):
     with pytest.raises(RuntimeError, match="went away"):
         pipeline.run(course.with_grading_dir(tmp_path / "course"), A1, download, _options(), strategy)
     assert strategy.closed and len(strategy.graded) == 1
+
+
+def test_warm_imports_come_from_the_source_notebooks_metadata(course, tmp_path):
+    """a6's tests build Hugging Face's Llama (1.6 CPU-s of imports a kernel): its source notebook names those
+    modules for the warm-kernel server; a1 names none; a list that is not of module names is refused, with
+    the notebook named. Only the course's source notebooks are read, never a submission."""
+    assert "transformers.models.llama.modeling_llama" in pipeline.warm_imports(course, ["a6_real_models"])
+    assert pipeline.warm_imports(course, [A1]) == []
+    both = pipeline.warm_imports(course, ["a6_real_models", A1, "a6_real_models"])
+    assert both == pipeline.warm_imports(course, ["a6_real_models"])          # each module once
+    broken = nbformat.read(str(course.source_notebook(A1)), as_version=4)
+    broken.metadata["course"] = {"warm_imports": ["os; import shutil"]}
+    other = type(course)(tmp_path)
+    other.source_notebook(A1).parent.mkdir(parents=True)
+    nbformat.write(broken, str(other.source_notebook(A1)))
+    with pytest.raises(ValueError, match=f"{A1}.ipynb: the metadata course.warm_imports should be a list of module"):
+        pipeline.warm_imports(other, [A1])

@@ -26,6 +26,7 @@ import nbformat
 import pytest
 
 from grader import pipeline
+from grader.course import Course
 from grader.sandbox import Limits, SandboxUnavailable, WarmKernels
 from grader.stages.execute import WorkerServer, run_notebook
 from support.waiting import wait_until
@@ -33,6 +34,7 @@ from support.waiting import wait_until
 pytestmark = [pytest.mark.kernel, pytest.mark.sandbox]
 
 
+COURSE = Course(Path(__file__).resolve().parent.parent)
 GRADER_SECRET = "postgresql://grader:hunter2@db/gradebook"
 
 
@@ -184,10 +186,21 @@ def test_without_a_working_server_grading_falls_back_to_cold_kernels(monkeypatch
     assert "unshare: Operation not permitted" in said and "starts cold (bubblewrap)" in said
 
 
-def test_closing_the_server_leaves_no_process(tmp_path):
-    server = WarmKernels.start()
-    run = run_notebook(_notebook("print('hi')"), tmp_path / "run", total_timeout=120, kernel_server=server)
-    assert _printed(run) == "hi\n"
+LLAMA = "transformers.models.llama.modeling_llama"
+IMPORTED = f"import sys; print(sorted(m for m in ({LLAMA!r}, 'no_such_module_here') if m in sys.modules))"
+
+
+def test_a_server_holds_the_assignments_imports_and_closing_it_leaves_no_process(warm, tmp_path):
+    """The warm imports of every assignment (their metadata course.warm_imports: a6's Hugging Face Llama) are
+    in each kernel's sys.modules before its first cell, and start no thread that a fork would lose; one
+    that is not installed is left out, and the server starts all the same."""
+    without = run_notebook(_notebook(IMPORTED), tmp_path / "without", total_timeout=120, kernel_server=warm)
+    assert _printed(without) == "[]\n"
+    imports = pipeline.warm_imports(COURSE, COURSE.assignment_ids())
+    assert LLAMA in imports
+    server = WarmKernels.start(imports=imports + ["no_such_module_here"])
+    run = run_notebook(_notebook(IMPORTED), tmp_path / "run", total_timeout=120, kernel_server=server)
+    assert _printed(run) == f"[{LLAMA!r}]\n"
     folder = str(server.folder)
     server.close()
     left = subprocess.run(["pgrep", "-f", folder], capture_output=True, text=True).stdout.split()

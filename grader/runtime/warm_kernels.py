@@ -7,7 +7,7 @@ once per batch: it imports them (running nothing of any student's), then for eac
 copy of itself that builds the same sandbox bubblewrap builds (grader/sandbox.py) and runs the
 kernel there. A kernel is never reused: every student gets a fresh fork of an untouched process.
 
-Run as a plain script (`python warm_kernels.py SOCKET ROOT`), never as part of the grader package,
+Run as a plain script (`python warm_kernels.py SOCKET ROOT [MODULES]`), never as part of the grader package,
 so no grading code is in memory that a kernel could read. The grader starts it
 (grader/sandbox.py: WarmKernels); a kernelspec's command is grader/runtime/kernel_stub.py, which
 asks for a kernel over SOCKET and stands in for it (exit status, death) towards jupyter_client.
@@ -253,9 +253,11 @@ def _send(connection, message):
 
 # ---- the server ----
 
-def preimport():
-    """What every kernel would import first, imported once here. Nothing is run: no tensor is
-    made (a fork must not inherit a thread pool), no socket or ZeroMQ context is opened."""
+def preimport(modules=()):
+    """What every kernel would import first, imported once here, then `modules`: what the assignment's
+    own tests import (its source notebook's metadata, course.warm_imports: Hugging Face's Llama in
+    a6 costs 1.6 CPU-s a kernel), those that are installed. Nothing is run: no tensor is made (a fork
+    must not inherit a thread pool), no socket or ZeroMQ context is opened."""
     import importlib
 
     import matplotlib
@@ -275,10 +277,15 @@ def preimport():
                    "tornado.gen", "tornado.locks", "tornado.platform.asyncio", "tornado.queues", "zmq.utils.garbage",
                    "torch.utils.serialization", "torch._subclasses.schema_check_mode"):
         importlib.import_module(module)
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:     # not installed here: the notebook's own import says so, in its kernel
+            pass
 
 
-def serve(socket_path, root):
-    preimport()
+def serve(socket_path, root, modules=()):
+    preimport(modules)
     # Every kernel is a copy-on-write fork of this process. A garbage collection in a kernel would
     # visit (hence write to, hence copy) every page of the imported objects; frozen, they are left out.
     gc.collect()
@@ -325,5 +332,5 @@ def serve_forking(socket_path, handle, label):
         connection.close()
 
 
-if __name__ == "__main__":
-    serve(sys.argv[1], sys.argv[2])
+if __name__ == "__main__":   # SOCKET ROOT [MODULE,MODULE,...]
+    serve(sys.argv[1], sys.argv[2], [name for name in (sys.argv[3] if len(sys.argv) > 3 else "").split(",") if name])
