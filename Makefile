@@ -91,8 +91,8 @@ release: install       ## regenerate assignments/ from solutions/
 hub:                   ## JupyterHub on 127.0.0.1:8000 with two courses, their graders and students (root or sudo)
 	$(if $(filter 0,$(shell id -u)),,sudo) $(PYTHON) deploy/jupyterhub/hub.py $(HUB_ARGS)
 
-gpu-report:            ## on a CUDA machine: every notebook, the decode benchmark, the gate on the GPU -> out/gpu/report.md (exit 3 without CUDA)
-	$(GPU_PYTHON) tools/gpu_report.py
+gpu-report:            ## on a CUDA machine: every notebook, the decode benchmark, the gate on the GPU -> out/gpu/report.md (exit 3 without CUDA); GPU_REPORT_ARGS="--budget 540" for a short loan
+	$(GPU_PYTHON) tools/gpu_report.py $(GPU_REPORT_ARGS)
 
 # generated outputs only: course/ holds the gradebook, manual grades and autograded submissions,
 # so no routine command removes it (delete it by hand, knowingly, to start a term afresh)

@@ -320,6 +320,38 @@ def test_make_gpu_report_without_cuda_fails_with_the_message():
 
 
 
+@pytest.mark.kernel
+def test_the_report_runs_untimed_notebooks_side_by_side_and_keeps_to_its_budget(tmp_path):
+    """Notebooks that print no timing run `jobs` at a time: here the first waits for a file that only the
+    second writes, so it finishes only if both ran at once. A notebook not started before the deadline is
+    named as not run, and the report says so; nothing of the repository is written."""
+    import time
+
+    import nbformat
+    report = _gpu_report_module()
+    waits = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import os, time\nfor _ in range(600):\n    if os.path.exists('TOKEN'):\n        break\n"
+        "    time.sleep(0.1)\nprint('saw', open('TOKEN').read())".replace("TOKEN", str(tmp_path / "token")))])
+    writes = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        f"open({str(tmp_path / 'token')!r}, 'w').write('the other notebook')")])
+    paths = [tmp_path / "waits.ipynb", tmp_path / "writes.ipynb"]
+    for nb, path in zip((waits, writes), paths):
+        nbformat.write(nb, str(path))
+    said = []
+    results = report.execute_notebooks(paths, tmp_path / "out", 120, said.append, jobs=2)
+    assert [r["name"] for r in results] == ["waits.ipynb", "writes.ipynb"]
+    assert all(r["ok"] for r in results), results
+    assert "saw the other notebook" in results[0]["text"]
+    late = report.execute_notebooks(paths[1:], tmp_path / "late", 120, said.append, deadline=time.monotonic() - 1)
+    assert late[0]["ok"] is False and "time budget" in late[0]["skipped"]
+    page = tmp_path / "report.md"
+    report.write_report(page, {"date": "today"}, late, None, [], report.BUDGET_SPENT, report.BUDGET_SPENT, None,
+                        report.BUDGET_SPENT, ok=False)
+    text = page.read_text()
+    assert "| writes.ipynb | not run (time budget) | 0.0 |" in text
+    assert text.count(report.BUDGET_SPENT) == 3, text          # the gate, the decode and grading benchmarks
+
+
 NO_NBGRADER = '''import sys
 class NoNbgrader:   # a GPU box given only torch and the notebook runners (tools/gpu_wheels.sh): no nbgrader
     def find_spec(self, name, path=None, target=None):
