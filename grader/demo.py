@@ -11,7 +11,6 @@ from .autograde import format_table, in_table_order, show_warnings
 from .feedback import export_csv, generate_feedback
 from .labs import bug_outcome, is_lab, lab_bugs, student_repairs
 from .mutants import load_catalogue
-from .release import generate_release
 from .report import build_report
 from .samples import LAB_FIXER, LAB_PASTED, LAB_REWRITTEN, write_demo_submissions
 from .sandbox import unavailable_reason
@@ -22,24 +21,30 @@ from .submission import Options, Status
 LOOKAHEAD = 2
 
 
-def run_demo(course, ids=None, demo_dir=None, progress=True):
+def run_demo(course, ids=None, demo_dir=None, progress=True, servers=None):
     """True when every sample got what it should; the demo's course state lives in demo_dir
-    (default: out/demo in the course).
+    (default: out/demo in the course), its gradebooks thrown away with it (store.throwaway_gradebooks).
+    `servers`: started demo_servers(course) to grade with and leave running (several demos in a row);
+    by default the demo starts its own and ends them.
 
     Each assignment goes through the pipeline's phases (grader/pipeline.py) as `autograde` runs them,
     one assignment after another, but overlapped so that both cores stay busy: while one assignment's
     kernels run, this thread records and reports the one before it and sets up the next ones (release,
     samples, intake and Batch), whose submissions then wait in the same pool of workers. The warm-kernel
     and worker servers are started once for all of them. Everything that writes the demo's gradebook
-    (releases, RECORD) happens in this thread, in the same order as one assignment after another."""
+    (the releases Batch.prepare makes, RECORD) happens in this thread, in the same order as one assignment
+    after another."""
     ids = ids or course.assignment_ids()
     demo_dir = Path(demo_dir or course.root / "out" / "demo")
     if demo_dir.exists():
         shutil.rmtree(demo_dir)
     demo = course.with_grading_dir(demo_dir / "course")
-    options = Options(sandboxed=demo_sandboxed(), progress=progress)
+    options = demo_options(progress)
     problems, started = [], []
-    servers = pipeline.Servers(options)         # they start while the first assignment is set up
+    own_servers = servers is None
+    if own_servers:
+        servers = demo_servers(course, ids, options)    # they start while the first assignment is set up
+    store.throwaway_gradebooks(demo_dir)
     try:
         with ThreadPoolExecutor(max_workers=options.parallel) as pool:
             try:
@@ -57,7 +62,9 @@ def run_demo(course, ids=None, demo_dir=None, progress=True):
     finally:
         for grading in started:             # after the pool: no submission is grading in its folder
             grading.batch.close()
-        servers.close()
+        if own_servers:
+            servers.close()
+        store.keep_gradebooks(demo_dir)
     csv_path, count = export_csv(demo, demo_dir / "grades.csv")
     print(f"grades: {count} rows in {_shown(course, csv_path)}")
     for problem in problems:
@@ -75,11 +82,11 @@ class _Grading:
 
 
 def _start_grading(course, demo, demo_dir, aid, options, servers, pool):
-    """Release, samples, intake and prepared Batch of `aid` (autograde's INTAKE and prepare phases);
-    then its submissions through GRADE in `pool`."""
-    # the release into the demo's own folder and gradebook: the committed assignments/ is never
-    # rewritten here (a release deletes its folder first, and a reader of it may be running)
-    generate_release(demo, aid, demo_dir / "release")
+    """Samples, intake and prepared Batch of `aid` (autograde's INTAKE and prepare phases); then its
+    submissions through GRADE in `pool`. The release is the batch's, as autograde's on a new course:
+    Batch.prepare releases into its scratch folder, and the demo's gradebook gets the assignment from it
+    (a copy of that gradebook for the first assignment, a release of its own into scratch for each later
+    one); the committed assignments/ is never rewritten here (a reader of it may be running)."""
     folder = demo_dir / "submissions" / aid
     write_demo_submissions(course, aid, folder)
     batch = pipeline.Batch(demo, aid, options, servers=servers)
@@ -109,6 +116,20 @@ def _finish_grading(course, demo, grading):
     print(f"  feedback: {len(pages)} HTML pages in {_shown(course, store.feedback_dir(demo))}; "
           f"class report: {_shown(course, report)}\n")
     return problems
+
+
+def demo_options(progress=True):
+    """The demo's Options: sandboxed where bubblewrap works here (demo_sandboxed)."""
+    return Options(sandboxed=demo_sandboxed(), progress=progress)
+
+
+def demo_servers(course, ids=None, options=None):
+    """The demo's started servers (pipeline.Servers) for the assignments `ids` (default: all): the worker
+    server, and warm kernels holding those assignments' warm imports -- which build their own sandbox, so
+    the demo has them where bubblewrap is missing too, wherever this system lets the warm-kernel server
+    build it (else each kernel starts cold, unsandboxed, as before)."""
+    return pipeline.Servers(options or demo_options(progress=False),
+                            pipeline.warm_imports(course, ids or course.assignment_ids()), warm_unsandboxed=True)
 
 
 def demo_sandboxed():

@@ -200,6 +200,7 @@ class Batch:
         if self.options.sandboxed:
             check_available()   # refuse loudly rather than run student code with our rights
         self.scratch = Path(tempfile.mkdtemp(prefix=f"grade-{assignment_id}-"))
+        store.throwaway_gradebooks(self.scratch)    # the template and each submission's copy
 
     def prepare(self, servers=False):
         """Make what every submission shares (the intake needs none of it). `servers`: also start the
@@ -252,6 +253,7 @@ class Batch:
         self.kernel_server = self.worker_server = self.own_servers = None
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
+            store.keep_gradebooks(self.scratch)
             self.scratch = None
 
     def __enter__(self):
@@ -265,12 +267,17 @@ class Servers:
     """The warm-kernel (when sandboxed and `options.kernels` is warm) and worker servers, started in the
     background; a batch waits for them at the end of its prepare(). Started by Batch.prepare(servers=True)
     for that batch alone, or once for several batches in a row (the demo grades one assignment after
-    another): Batch(..., servers=this) uses them and leaves them running; close() ends them."""
+    another): Batch(..., servers=this) uses them and leaves them running; close() ends them.
+    `imports`: what the warm-kernel server imports besides torch and ipykernel (warm_imports).
+    `warm_unsandboxed`: warm kernels for an unsandboxed run too (the demo's own notebooks, where bubblewrap
+    is missing): each is still a fork in the warm server's own sandbox, where this system lets it build one."""
 
-    def __init__(self, options, imports=()):
+    def __init__(self, options, imports=(), warm_unsandboxed=False):
         pool = ThreadPoolExecutor(max_workers=2)
-        self._kernels = pool.submit(_start_warm_kernels if options.sandboxed and options.kernels is Kernels.WARM
-                                    else _none, tuple(imports))
+        warm = options.kernels is Kernels.WARM and (options.sandboxed or warm_unsandboxed)
+        self._kernels = pool.submit(_start_warm_kernels, tuple(imports),
+                                    "bubblewrap" if options.sandboxed else "unsandboxed") \
+            if warm else pool.submit(_none)
         self._workers = pool.submit(_start_worker_server)
         pool.shutdown(wait=False)       # the two run on; result() waits for each
 
@@ -289,13 +296,13 @@ class Servers:
                 server.close()
 
 
-def _start_warm_kernels(imports=()):
+def _start_warm_kernels(imports=(), cold="bubblewrap"):
     """A started WarmKernels holding `imports`, or None (with the reason on stderr) where this system cannot
-    build its sandbox: then every kernel starts cold, in bubblewrap."""
+    build its sandbox: then every kernel starts cold (`cold`: in bubblewrap, or unsandboxed)."""
     try:
         return WarmKernels.start(imports=imports)
     except SandboxUnavailable as error:
-        print(f"note: {error}; each kernel starts cold (bubblewrap) instead", file=sys.stderr)
+        print(f"note: {error}; each kernel starts cold ({cold}) instead", file=sys.stderr)
         return None
 
 

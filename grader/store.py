@@ -18,7 +18,9 @@ The gradebook is opened here too, with the one change the course makes to nbgrad
 every new gradebook with its schema's alembic revision, which it finds by running the `alembic`
 program (`nbgrader.api.get_alembic_version`): about 2.8 CPU-s each time (twice per graded batch),
 and a failure when the environment's bin folder is not on PATH. alembic's Python API gives the same
-answer from the same scripts; it is asked once per process.
+answer from the same scripts; it is asked once per process. And a gradebook that is thrown away
+after the run (a batch's scratch copies, the demo's) is written without disk syncs
+(`throwaway_gradebooks`); the course gradebook never is.
 """
 import datetime
 import functools
@@ -115,6 +117,43 @@ def patch_nbgrader():
         # session ..."); it is harmless. One targeted filter, set with the first gradebook opened:
         # catch_warnings() around each opening is not thread-safe under parallel grading.
         warnings.filterwarnings("ignore", message=".*not in session.*")
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+        event.listen(Engine, "connect", _no_sync_if_throwaway)
+
+
+# ---- throw-away gradebooks: written without waiting for the disk ----
+
+_THROWAWAY = frozenset()    # folders (resolved) whose SQLite gradebooks are deleted with them (replaced, never changed)
+
+
+def throwaway_gradebooks(folder):
+    """The SQLite gradebooks under `folder` are thrown away with it (a batch's scratch folder, the
+    demo's folder): their connections skip the disk syncs (PRAGMA synchronous=OFF), which otherwise
+    cost a few ms on each of the dozens of commits a release and a grading make. Only a crash of the
+    whole machine can leave such a file torn, and then it is thrown away anyway. Never the course
+    gradebook. `keep_gradebooks(folder)` undoes it."""
+    global _THROWAWAY
+    with _LOCK:
+        _THROWAWAY = _THROWAWAY | {Path(folder).resolve()}
+
+
+def keep_gradebooks(folder):
+    global _THROWAWAY
+    with _LOCK:
+        _THROWAWAY = _THROWAWAY - {Path(folder).resolve()}
+
+
+def _no_sync_if_throwaway(dbapi_connection, _record):
+    """SQLAlchemy's connect event, for every engine (nbgrader makes its own): a SQLite database
+    file under a throw-away folder gets synchronous=OFF; every other database keeps its settings."""
+    import sqlite3
+    folders = _THROWAWAY
+    if not folders or not isinstance(dbapi_connection, sqlite3.Connection):
+        return
+    main = next((row[2] for row in dbapi_connection.execute("PRAGMA database_list") if row[1] == "main"), "")
+    if main and any(Path(main).resolve().is_relative_to(folder) for folder in folders):
+        dbapi_connection.execute("PRAGMA synchronous=OFF")
 
 
 @functools.cache

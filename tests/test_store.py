@@ -55,6 +55,26 @@ def test_a_new_gradebook_is_made_as_a_copy_of_its_model_and_an_existing_one_is_l
     assert not store.has_assignment(other, AID), "an existing gradebook was replaced"
 
 
+def test_only_throwaway_gradebooks_are_written_without_disk_syncs(tmp_path):
+    """A batch's scratch copies and the demo's gradebooks skip SQLite's syncs; the course gradebook,
+    and a folder once it is no longer declared throw-away, keep SQLite's default (FULL, 2)."""
+    from sqlalchemy import text
+
+    def synchronous(folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        with store.gradebook(store.sqlite_url(folder)) as gb:
+            return gb.db.execute(text("PRAGMA synchronous")).scalar()
+
+    scratch = tmp_path / "scratch"
+    store.throwaway_gradebooks(scratch)
+    try:
+        assert synchronous(scratch / "student") == 0, "a throw-away gradebook still waits for the disk"
+        assert synchronous(tmp_path / "course") == 2, "the course gradebook lost its disk syncs"
+    finally:
+        store.keep_gradebooks(scratch)
+    assert synchronous(scratch / "later") == 2, "a folder no longer throw-away still skips the syncs"
+
+
 def test_the_saved_outcomes_keep_the_latest_and_never_let_missing_replace_a_grade(tmp_path):
     course = COURSE.with_grading_dir(tmp_path)
     with pytest.raises(FileNotFoundError, match="run autograde first"):

@@ -119,7 +119,7 @@ def run_notebook(nb, workdir, cell_timeout=CELL_TIMEOUT_S, total_timeout=None, l
 def _run(nb, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, sandboxed, kernel_server,
          worker_server, split):
     kernel_name = KERNEL_NAME
-    if sandboxed:
+    if sandboxed or kernel_server is not None:     # a warm kernel is sandboxed by its server
         kernel_name = write_kernelspec(control, kernel_dir, runtime, limits, kernel_server=kernel_server)
     nbformat.write(instrument(nb, split, control), str(control / "run.ipynb"))
     code_cells = sum(cell.cell_type == "code" for cell in nb.cells)
