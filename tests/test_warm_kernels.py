@@ -26,15 +26,14 @@ import nbformat
 import pytest
 
 from grader import pipeline
-from grader.course import Course
 from grader.sandbox import Limits, SandboxUnavailable, WarmKernels
 from grader.stages.execute import WorkerServer, run_notebook
+from support import COURSE
 from support.waiting import wait_until
 
 pytestmark = [pytest.mark.kernel, pytest.mark.sandbox]
 
 
-COURSE = Course(Path(__file__).resolve().parent.parent)
 GRADER_SECRET = "postgresql://grader:hunter2@db/gradebook"
 
 
