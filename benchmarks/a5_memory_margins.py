@@ -71,12 +71,12 @@ def main():
     largest, randn = namespace["largest_new_tensor"], namespace["seeded_randn"]
 
     flash_calls = []
-    for batch, len_q, len_k, block, causal, seed in [(1, 128, 128, 16, False, 10), (2, 256, 256, 16, True, 300),
-                                                     (2, 64, 160, 8, True, 301), (2, 250, 250, 32, False, 302),
-                                                     (2, 1, 400, 16, True, 303)]:
-        q = randn(batch, 2, len_q, 4, seed=seed)
-        k, v = randn(batch, 2, len_k, 4, seed=seed + 1), randn(batch, 2, len_k, 4, seed=seed + 2)
-        bound = 2 * max(q.numel(), k.numel(), batch * 2 * block * block)
+    for batch, heads, len_q, len_k, block, causal, seed in [(1, 2, 64, 64, 16, False, 10), (1, 1, 64, 64, 16, True, 300),
+                                                     (2, 2, 48, 256, 32, True, 301), (2, 2, 100, 100, 32, False, 302),
+                                                     (2, 2, 1, 100, 16, True, 303)]:
+        q = randn(batch, heads, len_q, 4, seed=seed)
+        k, v = randn(batch, heads, len_k, 4, seed=seed + 1), randn(batch, heads, len_k, 4, seed=seed + 2)
+        bound = 2 * max(q.numel(), k.numel(), batch * heads * block * block)
         flash_calls.append(((q, k, v), {"causal": causal, "block_size": block}, bound))
     print("flash_attention: largest tensor / bound (2 x the largest of q, k, v, the output and one tile)")
     for label, function in candidates(course, namespace, "flash_attention"):
@@ -94,7 +94,7 @@ def main():
     for label, function in gqa_forms:
         print(f"  {label:40s} {worst_ratio(function, gqa_calls, largest):6.2f}")
 
-    configs = [(128, 16, 2), (96, 8, 0), (96, 4, 4), (128, 32, 1)]
+    configs = [(64, 16, 2), (32, 8, 0), (24, 4, 4), (128, 32, 1)]
     print("sliding_window_attention: growth of the largest tensor from L to 4 L (bound 8)")
     print("  " + " " * 40 + "".join(f"{f'L={n},w={w},g={g}':>16}" for n, w, g in configs))
     for label, function in candidates(course, namespace, "sliding_window_attention"):
