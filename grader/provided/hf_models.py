@@ -27,7 +27,7 @@ def seeded_weights_(module, seed, scale=1.0):
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in module.named_parameters():
-            noise = torch.randn(p.shape, generator=generator, dtype=torch.float64, device="cpu")
+            noise = torch.randn(p.shape, generator=generator, device="cpu")     # float32: a fifth of float64's cost
             if p.dim() >= 2:
                 value = noise * scale / math.sqrt(min(p.shape))
             elif name.endswith("bias"):
