@@ -7,6 +7,7 @@ before they are saved.
 Started by execute.py either as a program of its own (`python -m grader.runtime.execute_worker
 CONTROL KERNEL_DIR ...`), or forked from a worker server (`--serve SOCKET`, below) that has done
 this module's imports once for the whole batch."""
+import asyncio
 import gc
 import json
 import os
@@ -113,6 +114,7 @@ def main(control, kernel_dir, kernel_name, cell_timeout, limits_json):
                             resources={"metadata": {"path": str(kernel_dir)}})
     stop = threading.Event()
     running_since = {"at": None}   # when the cell now running started (monotonic clock)
+    client_loop = {}               # nbclient's event loop, where its wait for a cell's reply runs
 
     def kill_kernel(reason):
         status["fatal"] = reason
@@ -123,6 +125,16 @@ def main(control, kernel_dir, kernel_name, cell_timeout, limits_json):
                     os.kill(target, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+        stop_waiting_for_the_cell()
+
+    def stop_waiting_for_the_cell():
+        """After a cell's timeout nbclient stops polling whether the kernel lives and only asks again
+        when its next wait for the reply ends, each as long as the cell's timeout: the cell a killed
+        kernel was running would be noticed up to that long after. Ending the wait now is what nbclient's
+        own poll does when it finds the kernel dead (the cell ends with DeadKernelError)."""
+        loop, waiting = client_loop.get("loop"), getattr(client, "task_poll_for_reply", None)
+        if loop is not None and waiting is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(waiting.cancel)
 
     def watchdog():
         while not stop.wait(0.5):
@@ -140,6 +152,7 @@ def main(control, kernel_dir, kernel_name, cell_timeout, limits_json):
         running_since["at"] = None
 
     def on_cell_start(cell, cell_index, **_):
+        client_loop.setdefault("loop", asyncio.get_running_loop())   # nbclient calls its hooks in its loop
         code_file = cell.metadata.pop(TEST_CODE_KEY, None)
         if code_file is not None:
             hand_over_test_code(control / TEST_CODE_DIR / code_file, Path(kernel_dir) / TEST_CODE_FILE)
