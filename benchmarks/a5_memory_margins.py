@@ -71,9 +71,9 @@ def main():
     largest, randn = namespace["largest_new_tensor"], namespace["seeded_randn"]
 
     flash_calls = []
-    for batch, heads, len_q, len_k, block, causal, seed in [(1, 2, 64, 64, 16, False, 10), (1, 1, 64, 64, 16, True, 300),
-                                                     (2, 2, 48, 256, 32, True, 301), (2, 2, 100, 100, 32, False, 302),
-                                                     (2, 2, 1, 100, 16, True, 303)]:
+    flash_shapes = [(1, 2, 64, 64, 16, False, 10), (1, 1, 64, 64, 16, True, 300), (2, 2, 48, 256, 32, True, 301),
+                    (2, 2, 100, 100, 32, False, 302), (2, 2, 1, 100, 16, True, 303)]   # the test cell's calls
+    for batch, heads, len_q, len_k, block, causal, seed in flash_shapes:
         q = randn(batch, heads, len_q, 4, seed=seed)
         k, v = randn(batch, heads, len_k, 4, seed=seed + 1), randn(batch, heads, len_k, 4, seed=seed + 2)
         bound = 2 * max(q.numel(), k.numel(), batch * heads * block * block)
