@@ -3,9 +3,13 @@ matplotlib, numpy, ipykernel, and triton, which their torch brings (lecture 11 a
 no repo code importable, each notebook copied alone into an empty folder.
 
 The environment is a venv at .venv-hosted/ (built on first use, under a file lock so that pytest-xdist's
-workers build it once; reused while its stamp matches constraints.txt and the package list; delete it to
-rebuild). Its kernel is started through a kernelspec in a folder of its own, in isolated mode
-(`python -I`), so neither PYTHONPATH nor the repo's .venv leaks in.
+workers build it once; reused while its stamp matches the packages and their versions; delete it to
+rebuild). Its packages are those the course's environment already holds, at the versions constraints.txt
+pins there: the packages above and every distribution they require (with pip, which every venv has),
+each distribution's installed files (its RECORD) linked in, as pip would have unpacked the same wheels.
+Where one is missing from the course's environment, pip installs them instead (a minute). Its kernel is
+started through a kernelspec in a folder of its own, in isolated mode (`python -I`), so neither
+PYTHONPATH nor the repo's .venv leaks in.
 
 Every notebook runs there once, top to bottom. A notebook whose only optional package is tqdm runs
 there under nbval (tests/conftest.py): the one execution proves both that it executes and that it needs
@@ -35,23 +39,80 @@ KERNEL_NAME = "course-hosted-runtime"
 NOTEBOOKS = sorted(REPO.glob("lectures/*.ipynb")) + sorted(REPO.glob("solutions/*/*.ipynb"))
 
 
-def _stamp():
-    text = (REPO / "constraints.txt").read_text() + "\n".join(PACKAGES) + sys.version
+def _stamp(distributions):
+    versions = sorted(f"{d.metadata['Name']}=={d.version}" for d in distributions or ())
+    text = (REPO / "constraints.txt").read_text() + "\n".join(PACKAGES + versions) + sys.version
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def installed_closure(roots):
+    """The distributions of this environment that `pip install roots` would install: the roots and,
+    recursively, what they require (environment markers evaluated, no extras). None when one of them is
+    not installed here, or was installed without a RECORD of its files."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    found, todo = {}, [Requirement(root) for root in roots]
+    while todo:
+        requirement = todo.pop()
+        name = canonicalize_name(requirement.name)
+        if name in found:
+            continue
+        try:
+            distribution = metadata.distribution(requirement.name)
+        except metadata.PackageNotFoundError:
+            return None
+        if distribution.files is None or not requirement.specifier.contains(distribution.version, prereleases=True):
+            return None
+        found[name] = distribution
+        todo += [r for r in map(Requirement, distribution.requires or [])
+                 if r.marker is None or r.marker.evaluate({"extra": ""})]
+    return list(found.values())
+
+
+def _link_in(distributions, site_packages):
+    """Each distribution's installed files, hard-linked (copied across file systems) into
+    `site_packages`; files installed outside site-packages (console scripts) are left out."""
+    import os
+    import shutil
+
+    for distribution in distributions:
+        for file in distribution.files:
+            if file.parts[0] == "..":
+                continue
+            source, target = Path(distribution.locate_file(file)), site_packages / file
+            if not source.is_file():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(source, target)
+            except FileExistsError:
+                pass
+            except OSError:
+                shutil.copy2(source, target)
 
 
 @functools.cache
 def hosted_python():
     """The hosted runtime's python, built on first use (the first worker builds it while the others wait)."""
     stamp = HOSTED / ".hosted-stamp"
+    distributions = installed_closure([*PACKAGES, "pip"])
     with open(REPO / ".venv-hosted.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (HOSTED_PY.exists() and stamp.exists() and stamp.read_text() == _stamp()):
+        if not (HOSTED_PY.exists() and stamp.exists() and stamp.read_text() == _stamp(distributions)):
             base = getattr(sys, "_base_executable", sys.executable)
-            subprocess.run([base, "-m", "venv", "--clear", str(HOSTED)], check=True)
-            subprocess.run([str(HOSTED_PY), "-m", "pip", "install", "--quiet", *PACKAGES,
-                            "-c", str(REPO / "constraints.txt")], check=True, cwd=REPO)
-            stamp.write_text(_stamp())
+            subprocess.run([base, "-m", "venv", "--clear", "--without-pip", str(HOSTED)], check=True)
+            if distributions is not None:
+                [site_packages] = HOSTED.glob("lib/python*/site-packages")
+                _link_in(distributions, site_packages)
+            else:
+                subprocess.run([str(HOSTED_PY), "-m", "ensurepip", "--default-pip"], check=True,
+                               capture_output=True)
+                subprocess.run([str(HOSTED_PY), "-m", "pip", "install", "--quiet", *PACKAGES,
+                                "-c", str(REPO / "constraints.txt")], check=True, cwd=REPO)
+            stamp.write_text(_stamp(distributions))
     probe = ("import importlib.util, json, sys\n"
              f"print(json.dumps({{m: importlib.util.find_spec(m) is not None for m in {NOT_THERE!r}}}))")
     found = json.loads(subprocess.run([str(HOSTED_PY), "-I", "-c", probe], check=True,
