@@ -29,7 +29,7 @@ class TraceRecorder:
     def __init__(self, split):
         self.split = split
         self.helpers = {"__name__": "course_checks"}
-        exec(compile(checks_source(), "<course checks>", "exec"), self.helpers)
+        exec(compiled(checks_source(), "<course checks>"), self.helpers)
         self.test_names = {}
 
     def run_test(self, grade_id, user_namespace):
@@ -62,11 +62,19 @@ class TraceRecorder:
 _MISSING = object()
 
 
+@functools.lru_cache(maxsize=1024)
+def compiled(source, filename):
+    """`source` compiled once per process (a code object is immutable, and runs in any namespace): the gate
+    runs the same cells and check helpers for every mutant, alternative and seed, and compiling them
+    again was about a twentieth of a run."""
+    return compile(source, filename, "exec")
+
+
 class _KernelCodeRecorder(TestRecorder):
     """The kernel's recorder, run here on trusted code: each test cell's kernel code, as a kernel runs it."""
 
     def __init__(self, split):
-        super().__init__(checks_source())
+        super().__init__(compiled(checks_source(), "<course checks>"))
         self.split = split
 
     def run_test(self, grade_id, user_namespace):
@@ -189,14 +197,14 @@ def _run(nb, replacements, recorder, rng_seed=None):
             filename = f"<cell {index}>"
             linecache.cache[filename] = (len(cell.source), None, cell.source.splitlines(True), filename)
             try:
-                exec(compile(cell.source, filename, "exec"), namespace)
+                exec(compiled(cell.source, filename), namespace)
             except BaseException as error:  # a broken cell is a result, not a crash
                 if isinstance(error, KeyboardInterrupt):
                     raise
                 errors.append((index, describe_exception(error)))
             defined = cells.defined_names(cell.source) or set()
             for names, source in [item for item in pending if defined & set(item[0])]:
-                exec(compile(source, f"<replacement {','.join(names)}>", "exec"), namespace)
+                exec(compiled(source, f"<replacement {','.join(names)}>"), namespace)
                 pending.remove((names, source))
             if rng_seed is not None and cells.is_answer_cell(cell):
                 _perturb_rng(namespace, defined, rng_seed, index)
