@@ -72,7 +72,9 @@ def instrument(nb, split, control):
             continue
         (codes / f"{index}.code").write_bytes(split[gid].kernel_code)
         cell.metadata[TEST_CODE_KEY] = f"{index}.code"
-        cell.source = f"__course_grader__.run_test({gid!r}, globals())"
+        # the semicolon: the record run_test returns would otherwise be the cell's result, its repr made
+        # (tensors and all), sent to the worker and kept in the notebook, only for score to replace it
+        cell.source = f"__course_grader__.run_test({gid!r}, globals());"
     run_nb.cells.insert(0, nbformat.v4.new_code_cell(prelude))
     return run_nb
 
