@@ -94,10 +94,15 @@ class _Preloaded:
     def __init__(self, gradebook, notebook, assignment, student):
         self.gradebook = gradebook
         self.db = _CommitLater(gradebook.db)
-        try:
-            submitted = gradebook.find_submission_notebook(notebook, assignment, student).id
-        except api.MissingEntry:    # then nbgrader's own look-ups raise, as they would have
-            submitted = None
+        # the submitted notebook's id alone (find_submission_notebook's row carries a dozen computed scores);
+        # none: nbgrader's own look-ups raise, as they would have
+        submitted = gradebook.db.query(api.SubmittedNotebook.id)\
+            .join(api.Notebook, api.Notebook.id == api.SubmittedNotebook.notebook_id)\
+            .join(api.SubmittedAssignment, api.SubmittedAssignment.id == api.SubmittedNotebook.assignment_id)\
+            .join(api.Assignment, api.Assignment.id == api.SubmittedAssignment.assignment_id)\
+            .join(api.Student, api.Student.id == api.SubmittedAssignment.student_id)\
+            .filter(api.Notebook.name == notebook, api.Assignment.name == assignment, api.Student.id == student)\
+            .scalar()
         key = (notebook, assignment, student)
         self.grades = _by_cell_name(gradebook.db, api.Grade, (api.TaskCell, api.GradeCell), submitted, key)
         self.comments = _by_cell_name(gradebook.db, api.Comment, (api.TaskCell, api.SolutionCell), submitted, key)
@@ -114,11 +119,17 @@ class _Preloaded:
 
 def _by_cell_name(db, model, cell_kinds, submitted, key):
     """{(cell name, *key): row} of `model` (Grade or Comment) in the submitted notebook `submitted` (its id),
-    each kind of cell in `cell_kinds` in turn, a later kind's row replacing an earlier's of the same name."""
-    found = {}
-    for kind in cell_kinds if submitted is not None else ():
-        rows = db.query(model, kind.name).join(kind, kind.id == model.cell_id).filter(model.notebook_id == submitted)
-        found.update({(name, *key): row for row, name in rows})
+    for cells of the kinds in `cell_kinds`; of two of the same name, the later kind's (nbgrader's find_grade
+    and find_comment look for one kind, then the other). One query, the cell's kind its own column."""
+    rank = {kind.__mapper__.polymorphic_identity: i for i, kind in enumerate(cell_kinds)}
+    found, ranks = {}, {}
+    if submitted is None:
+        return found
+    rows = db.query(model, api.BaseCell.name, api.BaseCell.type).join(api.BaseCell, api.BaseCell.id == model.cell_id)\
+        .filter(model.notebook_id == submitted)
+    for row, name, kind in rows:
+        if kind in rank and rank[kind] >= ranks.get(name, -1):
+            found[(name, *key)], ranks[name] = row, rank[kind]
     return found
 
 
