@@ -227,6 +227,7 @@ class Batch:
         with store.gradebook(f"sqlite:///{self.template_db}") as gb:   # each copy holds one submission
             gb.update_or_create_student(TEMPLATE_STUDENT)
             gb.update_or_create_submission(aid, TEMPLATE_STUDENT)
+        self.source_cells = sanitize.SourceCells(f"sqlite:///{self.template_db}", aid)
         if not store.has_assignment(self.course_db, aid):
             generate_release(self.course, aid, self.scratch / "release-course")
         if options.due is not None:

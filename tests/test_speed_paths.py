@@ -500,3 +500,51 @@ def test_the_compiled_metadata_check_raises_what_nbgraders_raises(edit):
     expected = outcome(CheckCellMetadata)
     assert outcome(_CheckCellMetadata) == expected
     assert (expected == "passed") == (edit == "none")
+
+
+@pytest.mark.parametrize("output", [
+    {"output_type": "stream", "name": "stdout", "text": "hi"},
+    {"output_type": "stream", "name": "stdout"},
+    {"output_type": "stream", "name": "stdout", "text": "x", "extra": 1},
+    {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["a"]},
+    {"output_type": "error", "ename": 1, "evalue": "v", "traceback": []},
+    {"output_type": "display_data", "data": {"text/plain": "x", "image/png": "AAA"}, "metadata": {}},
+    {"output_type": "display_data", "data": {"text/plain": 5}, "metadata": {}},
+    {"output_type": "display_data", "data": {"text/plain": "x"}, "metadata": {}, "transient": {}},
+    {"output_type": "execute_result", "data": {"text/plain": ["x"]}, "metadata": {}, "execution_count": 3},
+    {"output_type": "execute_result", "data": {}, "metadata": {}, "execution_count": "x"},
+    {"output_type": "weird"}, "text", None])
+def test_the_workers_compiled_output_check_accepts_what_nbformats_accepts(output):
+    """The worker checks each output with its part of nbformat's schema compiled once
+    (runtime/execute_worker.py); an output passes or fails it exactly as nbformat's own check, which
+    raises its error."""
+    import copy
+
+    from nbformat.v4 import nbbase
+
+    from grader.runtime.execute_worker import OUTPUT_TYPES, _compiled_output_check
+
+    compiled = _compiled_output_check(nbbase.validate)
+    for ref in OUTPUT_TYPES:
+        def outcome(check):
+            try:
+                check(copy.deepcopy(output), ref)
+            except Exception as error:  # noqa: BLE001 - compared, whatever nbformat raises
+                return type(error), str(error)
+            return "passed"
+        assert outcome(compiled) == outcome(nbbase.validate)
+
+
+def test_the_workers_status_file_reads_as_its_last_write(tmp_path):
+    """status.json is rewritten in place (never truncated): a shorter status after a longer one still
+    reads as itself."""
+    import json
+
+    from grader.runtime.execute_worker import StatusFile
+    from grader.sandbox import read_json
+
+    status = StatusFile(tmp_path / "status.json")
+    status.write({"kernel_pids": [123, 456], "cell": 12, "note": "a long note"})
+    status.write({"cell": 3})
+    assert read_json(tmp_path / "status.json") == {"cell": 3}
+    assert json.loads((tmp_path / "status.json").read_text()) == {"cell": 3}

@@ -6,16 +6,19 @@ ordinary cell), re-adds deleted test cells, drops duplicated grade ids, turns ce
 does not have into ordinary cells, resets the kernelspec; then notes what it changed."""
 import copy
 import functools
+import json
 import logging
+from types import SimpleNamespace
 
 import jsonschema
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 from nbgrader.nbgraderformat.common import BaseMetadataValidator, SchemaTooNewError, SchemaTooOldError
 from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteCells, OverwriteKernelspec
 from traitlets.config import Config
 
 from .. import cells
-from ..submission import TEMPLATE_STUDENT, NotGraded
+from ..submission import NotGraded
 
 # the metadata that says how a cell is graded; a student's edit of any of it is undone
 GRADING_FLAGS = ("grade", "solution", "locked", "points", "task")
@@ -33,21 +36,20 @@ def sanitize(submission, batch):
         raise NotGraded(f"this is not a {aid} notebook (none of its graded cells is there): "
                         "a different assignment submitted?")
     submission.workdir = batch.workspace(submission)
-    submission.notebook, notes = restore(nb, aid, submission.db_url, batch.released)
+    submission.notebook, notes = restore(nb, aid, batch.source_cells, batch.released)
     submission.notes += notes
     return submission
 
 
-def restore(nb, assignment_id, db_url, released, student=TEMPLATE_STUDENT):
+def restore(nb, assignment_id, source_cells, released):
     """(sanitized notebook, notes about what had to be repaired); raises NotGraded when nbgrader
-    cannot make sense of it. `db_url`: a gradebook holding the assignment's source cells;
-    `released`: the release notebook, to tell a student's edit from the hidden tests put back."""
+    cannot make sense of it. `source_cells`: the assignment's source cells as its gradebook holds them
+    (SourceCells); `released`: the release notebook, to tell a student's edit from the hidden tests put back."""
     before = {cells.grade_id(c): c.source for c in nb.cells if cells.grade_id(c)}
     release_sources = {cells.grade_id(c): c.source for c in released.cells if cells.grade_id(c)}
     config = Config()
     config.OverwriteCells.add_missing_cells = True
-    resources = {"nbgrader": {"db_url": db_url, "assignment": assignment_id, "notebook": assignment_id,
-                              "student": student}}
+    resources = {"nbgrader": {"db_url": None, "assignment": assignment_id, "notebook": assignment_id}}
     quiet = logging.getLogger("sanitize")
     quiet.setLevel(logging.ERROR)
     types_before = {cells.grade_id(c): c.cell_type for c in nb.cells if cells.grade_id(c)}
@@ -59,8 +61,8 @@ def restore(nb, assignment_id, db_url, released, student=TEMPLATE_STUDENT):
     nb, resources = extras.preprocess(nb, resources)
     flags = _RestoreGradingFlags(released)
     steps = [ClearOutput(config=config, log=quiet), DeduplicateIds(config=config, log=quiet), _DropEmptyMetadata(),
-             flags, OverwriteKernelspec(config=config, log=quiet), OverwriteCells(config=config, log=quiet),
-             _CheckCellMetadata(config=config, log=quiet)]
+             flags, _OverwriteKernelspec(source_cells, config=config, log=quiet),
+             _OverwriteCells(source_cells, config=config, log=quiet), _CheckCellMetadata(config=config, log=quiet)]
     try:
         for step in steps:
             nb, resources = step.preprocess(nb, resources)
@@ -86,6 +88,85 @@ def restore(nb, assignment_id, db_url, released, student=TEMPLATE_STUDENT):
     if missing:
         notes.append("deleted cells re-added: " + ", ".join(missing))
     return nb, notes
+
+
+class SourceCells:
+    """One assignment notebook's source cells, graded cells and kernelspec as a gradebook holds them,
+    read once (a batch reads its template gradebook's, which every submission's copy holds too); it
+    answers the look-ups nbgrader's OverwriteCells and OverwriteKernelspec make (find_notebook,
+    find_source_cell, find_graded_cell) as nbgrader's Gradebook does, without a gradebook opened and
+    queried for each submission (about 40 ORM queries a notebook). Read-only plain data: the
+    submissions' threads share it."""
+
+    def __init__(self, db_url, assignment_id, notebook_id=None):
+        self.assignment_id, self.notebook_id = assignment_id, notebook_id or assignment_id
+        with Gradebook(db_url) as gb:
+            notebook = gb.find_notebook(self.notebook_id, assignment_id)
+            self.kernelspec = notebook.kernelspec
+            self.source_cells = [SimpleNamespace(name=c.name, cell_type=c.cell_type, locked=c.locked,
+                                                 checksum=c.checksum, source=c.source) for c in notebook.source_cells]
+            self.grade_cells = [SimpleNamespace(name=c.name, max_score=c.max_score)
+                                for c in notebook.grade_cells]
+            self.solution_cells = [SimpleNamespace(name=c.name) for c in notebook.solution_cells]
+            self.task_cells = [SimpleNamespace(name=c.name, max_score=c.max_score) for c in notebook.task_cells]
+        self._source = {c.name: c for c in self.source_cells}
+        # nbgrader's find_graded_cell: a grade cell of that name, else a task cell
+        self._graded = {c.name: c for c in self.task_cells} | {c.name: c for c in self.grade_cells}
+
+    def _is(self, notebook, assignment):
+        if (notebook, assignment) != (self.notebook_id, self.assignment_id):
+            raise MissingEntry(f"No such notebook: {assignment}/{notebook}")
+
+    def find_notebook(self, notebook, assignment):
+        self._is(notebook, assignment)
+        return self
+
+    def find_source_cell(self, name, notebook, assignment):
+        self._is(notebook, assignment)
+        if name not in self._source:
+            raise MissingEntry(f"No such source cell: {assignment}/{notebook}/{name}")
+        return self._source[name]
+
+    def find_graded_cell(self, name, notebook, assignment):
+        self._is(notebook, assignment)
+        if name not in self._graded:
+            raise MissingEntry(f"No such grade cell: {assignment}/{notebook}/{name}")
+        return self._graded[name]
+
+
+class _OverwriteCells(OverwriteCells):
+    """nbgrader's OverwriteCells (its checks, restores and re-added cells, unchanged), its look-ups
+    answered by the batch's SourceCells rather than by a gradebook opened for each submission."""
+
+    def __init__(self, source_cells, **kwargs):
+        super().__init__(**kwargs)
+        self.source_cells = source_cells
+
+    def preprocess(self, nb, resources):
+        self.notebook_id = resources["nbgrader"]["notebook"]
+        self.assignment_id = resources["nbgrader"]["assignment"]
+        self.gradebook = self.source_cells
+        # OverwriteCells.preprocess, less its Gradebook(db_url)
+        nb, resources = super(OverwriteCells, self).preprocess(nb, resources)
+        if self.add_missing_cells:
+            nb, resources = self.add_missing_grade_cells(nb, resources)
+            nb, resources = self.add_missing_task_cells(nb, resources)
+        return nb, resources
+
+
+class _OverwriteKernelspec(OverwriteKernelspec):
+    """nbgrader's OverwriteKernelspec, the source notebook's kernelspec from the batch's SourceCells."""
+
+    def __init__(self, source_cells, **kwargs):
+        super().__init__(**kwargs)
+        self.source_cells = source_cells
+
+    def preprocess(self, nb, resources):
+        kernelspec = self.source_cells.kernelspec
+        kernelspec = json.loads(kernelspec) if kernelspec is not None else None   # each notebook its own copy
+        if kernelspec:
+            nb.metadata["kernelspec"] = kernelspec
+        return nb, resources
 
 
 class _IgnoreUnknownCells:

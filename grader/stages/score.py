@@ -6,6 +6,7 @@ scores the cells exactly as it always does, into this submission's own gradebook
 import logging
 
 import nbformat
+from nbgrader import api
 from nbgrader.preprocessors import LimitOutput, SaveAutoGrades
 from traitlets.config import Config
 
@@ -61,6 +62,82 @@ def save_auto_grades(nb, assignment_id, db_url, student=TEMPLATE_STUDENT):
                               "student": student}}
     quiet = logging.getLogger("score")
     quiet.setLevel(logging.ERROR)
-    for step in (LimitOutput, SaveAutoGrades):
+    for step in (LimitOutput, _SaveAutoGrades):
         nb, resources = step(config=config, log=quiet).preprocess(nb, resources)
     return nb
+
+
+class _SaveAutoGrades(SaveAutoGrades):
+    """nbgrader's SaveAutoGrades (its scores, its "needs manual grade" and "No response." rules, unchanged),
+    with the submission's grades and comments read in one query each rather than in a query (and a commit)
+    a cell: the same rows written, committed once at the end."""
+
+    def preprocess(self, nb, resources):
+        self.notebook_id = resources["nbgrader"]["notebook"]
+        self.assignment_id = resources["nbgrader"]["assignment"]
+        self.student_id = resources["nbgrader"]["student"]
+        with api.Gradebook(resources["nbgrader"]["db_url"]) as gradebook:
+            self.gradebook = _Preloaded(gradebook, self.notebook_id, self.assignment_id, self.student_id)
+            # SaveAutoGrades.preprocess, less its Gradebook(db_url)
+            nb, resources = super(SaveAutoGrades, self).preprocess(nb, resources)
+            gradebook.db.commit()
+        return nb, resources
+
+
+class _Preloaded:
+    """What SaveAutoGrades asks of a gradebook (find_grade, find_comment, db.commit), for one submitted
+    notebook: its grades and comments by cell name, read at once, as nbgrader's find_grade (a grade
+    cell's, else a task cell's) and find_comment (a solution cell's, else a task cell's) would find them;
+    any other name is asked of the gradebook itself. Its db.commit leaves the changes to the caller's one
+    commit."""
+
+    def __init__(self, gradebook, notebook, assignment, student):
+        self.gradebook = gradebook
+        self.db = _CommitLater(gradebook.db)
+        # the submitted notebook's id alone (find_submission_notebook's row carries a dozen computed scores);
+        # none: nbgrader's own look-ups raise, as they would have
+        submitted = gradebook.db.query(api.SubmittedNotebook.id)\
+            .join(api.Notebook, api.Notebook.id == api.SubmittedNotebook.notebook_id)\
+            .join(api.SubmittedAssignment, api.SubmittedAssignment.id == api.SubmittedNotebook.assignment_id)\
+            .join(api.Assignment, api.Assignment.id == api.SubmittedAssignment.assignment_id)\
+            .join(api.Student, api.Student.id == api.SubmittedAssignment.student_id)\
+            .filter(api.Notebook.name == notebook, api.Assignment.name == assignment, api.Student.id == student)\
+            .scalar()
+        key = (notebook, assignment, student)
+        self.grades = _by_cell_name(gradebook.db, api.Grade, (api.TaskCell, api.GradeCell), submitted, key)
+        self.comments = _by_cell_name(gradebook.db, api.Comment, (api.TaskCell, api.SolutionCell), submitted, key)
+
+    def find_grade(self, grade_cell, notebook, assignment, student):
+        found = self.grades.get((grade_cell, notebook, assignment, student))
+        return found if found is not None else self.gradebook.find_grade(grade_cell, notebook, assignment, student)
+
+    def find_comment(self, solution_cell, notebook, assignment, student):
+        found = self.comments.get((solution_cell, notebook, assignment, student))
+        return found if found is not None \
+            else self.gradebook.find_comment(solution_cell, notebook, assignment, student)
+
+
+def _by_cell_name(db, model, cell_kinds, submitted, key):
+    """{(cell name, *key): row} of `model` (Grade or Comment) in the submitted notebook `submitted` (its id),
+    for cells of the kinds in `cell_kinds`; of two of the same name, the later kind's (nbgrader's find_grade
+    and find_comment look for one kind, then the other). One query, the cell's kind its own column."""
+    rank = {kind.__mapper__.polymorphic_identity: i for i, kind in enumerate(cell_kinds)}
+    found, ranks = {}, {}
+    if submitted is None:
+        return found
+    rows = db.query(model, api.BaseCell.name, api.BaseCell.type).join(api.BaseCell, api.BaseCell.id == model.cell_id)\
+        .filter(model.notebook_id == submitted)
+    for row, name, kind in rows:
+        if kind in rank and rank[kind] >= ranks.get(name, -1):
+            found[(name, *key)], ranks[name] = row, rank[kind]
+    return found
+
+
+class _CommitLater:
+    """A session whose commit() waits for the caller's own."""
+
+    def __init__(self, session):
+        self.session = session
+
+    def commit(self):
+        pass

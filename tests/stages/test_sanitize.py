@@ -101,3 +101,57 @@ def test_cells_the_assignment_does_not_have_are_never_graded(course, tmp_path, a
     assert "cells the assignment does not have ran but were not graded: my_own_test" in submission.notes[0]
     assert "my_own_test" not in cells.test_points(submission.notebook)
     assert any(c.source == "notes = 'kept'" for c in submission.notebook.cells), "it still runs"
+
+
+def _deleted_first_and_last_tests(nb):
+    tests = [c for c in nb.cells if cells.is_test_cell(c)]
+    nb.cells.remove(tests[0])
+    nb.cells.remove(tests[-1])
+
+
+def _test(nb, index=0):
+    return [c for c in nb.cells if cells.is_test_cell(c)][index]
+
+
+HOSTILE_EDITS = {
+    "none": lambda nb: None,
+    "test edited": lambda nb: setattr(_test(nb), "source", "pass"),
+    "tests deleted": _deleted_first_and_last_tests,
+    "points changed": lambda nb: _test(nb).metadata.nbgrader.update(points=99),
+    "unlocked": lambda nb: _test(nb).metadata.nbgrader.update(locked=False),
+    "checksum forged": lambda nb: _test(nb).metadata.nbgrader.update(checksum="0" * 32),
+    "kernelspec changed": lambda nb: nb.metadata.update(kernelspec={"name": "evil", "display_name": "x"}),
+    "solution deleted": lambda nb: nb.cells.remove(next(c for c in nb.cells if cells.nbgrader_meta(c).get("solution"))),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(HOSTILE_EDITS))
+def test_the_batchs_source_cells_restore_what_nbgraders_own_look_ups_restore(course, tmp_path, a1_batch, edit):
+    """sanitize's OverwriteCells and OverwriteKernelspec look source cells up in what the batch read once
+    (SourceCells); nbgrader's own, querying the submission's gradebook, make the same notebook of it."""
+    import copy
+    import logging
+
+    from nbgrader.preprocessors import OverwriteCells, OverwriteKernelspec
+    from traitlets.config import Config
+
+    from grader.stages.sanitize import _OverwriteCells, _OverwriteKernelspec
+
+    nb = cells.read(submission_file(course, tmp_path, f"source-{edit.replace(' ', '-')}").path)
+    HOSTILE_EDITS[edit](nb)
+    config = Config()
+    config.OverwriteCells.add_missing_cells = True
+    quiet = logging.getLogger("source-cells-test")
+    quiet.disabled = True
+    resources = {"nbgrader": {"db_url": f"sqlite:///{a1_batch.template_db}", "assignment": A1, "notebook": A1}}
+
+    def restored(steps):
+        copied = copy.deepcopy(nb)
+        for step in steps:
+            copied, _ = step.preprocess(copied, copy.deepcopy(resources))
+        for cell in copied.cells:      # a re-added cell gets a random id
+            cell.pop("id", None)
+        return copied
+    ours = restored([_OverwriteKernelspec(a1_batch.source_cells, config=config, log=quiet),
+                     _OverwriteCells(a1_batch.source_cells, config=config, log=quiet)])
+    assert ours == restored([OverwriteKernelspec(config=config, log=quiet), OverwriteCells(config=config, log=quiet)])

@@ -47,3 +47,32 @@ def test_the_untouched_release_scores_zero_and_says_what_is_missing(course, tmp_
     assert set(submission.failed) == set(cells.test_points(submission.notebook))
     [error] = _outputs(submission, "test_sdpa_worked_example")
     assert "not implemented yet" in error.evalue
+
+
+def test_the_gradebook_holds_what_nbgraders_own_save_auto_grades_writes(course, tmp_path, a1_batch):
+    """score's SaveAutoGrades reads the grades and comments at once and commits once; nbgrader's own,
+    a query and a commit per cell, leaves the same rows in a copy of the same gradebook."""
+    import logging
+    import shutil
+    import sqlite3
+
+    from nbgrader.preprocessors import SaveAutoGrades
+
+    from grader.stages.score import _SaveAutoGrades, build_autograded
+
+    submission = grade_without_kernel(submission_file(course, tmp_path, "rows", "sin_cos_swapped"), a1_batch)
+    quiet = logging.getLogger("score-rows-test")
+    quiet.disabled = True
+
+    def rows(step, name):
+        db = tmp_path / f"{name}.db"
+        shutil.copyfile(a1_batch.template_db, db)
+        graded = build_autograded(submission.notebook, cells.read(submission.autograded), submission.verdicts)
+        step(log=quiet).preprocess(graded, {"nbgrader": {"db_url": f"sqlite:///{db}", "assignment": A1,
+                                                         "notebook": A1, "student": TEMPLATE_STUDENT}})
+        with sqlite3.connect(db) as connection:
+            return {table: sorted(connection.execute(f"SELECT * FROM {table}").fetchall())
+                    for table in ("grade", "comment")}
+    ours = rows(_SaveAutoGrades, "ours")
+    assert any(score == 0 for _, _, _, score, *_ in ours["grade"]), "the failed test's grade"
+    assert ours == rows(SaveAutoGrades, "nbgraders")
