@@ -38,6 +38,22 @@ RECORDS_DIR = ".grader_records"
 # itself stops a kernel that ignores an interrupt 10 s after its cell timeout (execute_worker.py)
 TOTAL_TIMEOUT_MAX_S = 600
 MAX_RECORD_BYTES = 64 * 2**20
+# The prelude (the recorder's source and the course's checks, about 35 kB) reaches the kernel as a file,
+# like a test cell's code: as a cell's source IPython would tokenize it for its input transforms,
+# compile it twice and hash it in pure Python, some 40 ms of the kernel's CPU per submission. A short
+# cell reads it, runs it in the notebook's namespace as the whole cell did (the same names), and keeps
+# its lines for tracebacks (the recorder's own frames read as before).
+PRELUDE_CODE = "prelude.py"
+PRELUDE_FILENAME = "<recorder prelude>"
+PRELUDE_CELL = f"""\
+with open({TEST_CODE_FILE!r}, encoding="utf-8") as __prelude:
+    __prelude = __prelude.read()
+__import__("os").remove({TEST_CODE_FILE!r})
+__import__("linecache").cache[{PRELUDE_FILENAME!r}] = (len(__prelude), None, __prelude.splitlines(True),
+                                                       {PRELUDE_FILENAME!r})
+exec(compile(__prelude, {PRELUDE_FILENAME!r}, "exec"))
+del __prelude
+"""
 WORKER_MODULE = "grader.runtime.execute_worker"
 
 
@@ -51,9 +67,9 @@ class Execution:
 
 
 def instrument(nb, split, control):
-    """The notebook the kernel runs: a prelude that creates the recorder, and each test cell
-    replaced by a call to it; each test cell's kernel code written to control/TEST_CODE_DIR for the
-    worker to hand over when the cell runs. A test cell the split does not know (the assignment has
+    """The notebook the kernel runs: a prelude that creates the recorder, and each test cell replaced
+    by a call to it; the prelude's code and each test cell's kernel code written to control/TEST_CODE_DIR
+    for the worker to hand over when the cell runs. A test cell the split does not know (the assignment has
     no such test) runs nothing."""
     run_nb = nbformat.from_dict(json.loads(json.dumps(nb)))
     prelude = (RECORDER_SOURCE + "\n__course_grader__ = TestRecorder(" + repr(checks_source())
@@ -63,6 +79,7 @@ def instrument(nb, split, control):
                + "del TestRecorder, fast_flop_counter, fast_triton_interpreter\n")
     codes = Path(control) / TEST_CODE_DIR
     codes.mkdir(parents=True, exist_ok=True)
+    (codes / PRELUDE_CODE).write_text(prelude, encoding="utf-8")
     for index, cell in enumerate(run_nb.cells):
         if not cells.is_test_cell(cell):
             continue
@@ -75,7 +92,7 @@ def instrument(nb, split, control):
         # the semicolon: the record run_test returns would otherwise be the cell's result, its repr made
         # (tensors and all), sent to the worker and kept in the notebook, only for score to replace it
         cell.source = f"__course_grader__.run_test({gid!r}, globals());"
-    run_nb.cells.insert(0, nbformat.v4.new_code_cell(prelude))
+    run_nb.cells.insert(0, nbformat.v4.new_code_cell(PRELUDE_CELL, metadata={TEST_CODE_KEY: PRELUDE_CODE}))
     return run_nb
 
 
