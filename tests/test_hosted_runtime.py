@@ -105,3 +105,14 @@ def _hosted_test(path):
 
 class_each(globals(), RUN_TWICE, lambda path: "TestHosted_" + "_".join(path.relative_to(REPO).with_suffix("").parts),
            _hosted_test)
+
+
+def test_the_hosted_environment_is_what_pip_would_install_from_the_course_environment():
+    """The closure the hosted runtime links in: the packages and what they require (not tqdm, not the grader's
+    own dependencies); a package the course's environment lacks makes it fall back to pip."""
+    from support.hosted import PACKAGES, installed_closure
+
+    names = {d.metadata["Name"].lower().replace("_", "-") for d in installed_closure([*PACKAGES, "pip"])}
+    assert {"torch", "numpy", "matplotlib", "ipykernel", "triton", "pip", "traitlets", "pyzmq"} <= names, names
+    assert not names & {"tqdm", "nbgrader", "nbval", "pytest", "transformers"}, names
+    assert installed_closure(["a-package-the-course-does-not-have"]) is None

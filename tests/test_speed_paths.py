@@ -548,3 +548,21 @@ def test_the_workers_status_file_reads_as_its_last_write(tmp_path):
     status.write({"cell": 3})
     assert read_json(tmp_path / "status.json") == {"cell": 3}
     assert json.loads((tmp_path / "status.json").read_text()) == {"cell": 3}
+
+
+def test_a_test_cells_call_in_the_kernel_shows_no_result(tmp_path):
+    """The call that runs a test cell's kernel code returns its record; as the cell's last expression IPython
+    would format it (every tensor of the answers) and send it as the cell's result, which score then
+    replaces: the call ends with a semicolon, which IPython's display hook reads as "show nothing"."""
+    from IPython.core.displayhook import DisplayHook
+
+    from grader.split import split_notebook
+    from grader.stages.execute import instrument
+    from support import COURSE
+
+    nb = cells.read(COURSE.source_notebook("a1_self_attention"))
+    calls = [cell.source for cell in instrument(nb, split_notebook(nb), tmp_path).cells
+             if "__course_grader__.run_test(" in cell.source]
+    assert calls, "no test cell's call in the instrumented notebook"
+    shown = [call for call in calls if not DisplayHook.semicolon_at_end_of_expression(call)]
+    assert not shown, f"these calls would show their record as the cell's result: {shown}"
