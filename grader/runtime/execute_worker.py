@@ -157,7 +157,7 @@ class StatusFile:
 
 def main(control, kernel_dir, kernel_name, cell_timeout, limits_json):
     control, limits, cell_timeout = Path(control), Limits(**json.loads(limits_json)), int(cell_timeout)
-    lighter_message_handling()
+    lighter_message_handling()   # done already in a worker forked from the server (warm_up)
     status = {"kernel_pids": []}
     status_file = StatusFile(control / "status.json")
 
@@ -268,8 +268,10 @@ def warm_up():
     """What each worker would otherwise do first, done once in the server (a quarter of a CPU-second a
     worker): nbformat compiles its notebook schema into a validator at the first notebook it reads;
     jupyter_client's kernelspec look-up imports IPython to find its folder, and its kernel manager
-    reads every installed package's entry points for the kernel provisioners. Starts nothing: no
-    kernel, no ZeroMQ context, no thread."""
+    reads every installed package's entry points for the kernel provisioners; the lighter message
+    handling compiles its output schema (about 10 ms a worker). Starts nothing: no kernel, no ZeroMQ
+    context, no thread."""
+    lighter_message_handling()
     from IPython.paths import get_ipython_dir  # noqa: F401 - imported for the workers
     from jupyter_client.provisioning import KernelProvisionerFactory
     from jupyter_client.provisioning.local_provisioner import LocalProvisioner  # noqa: F401 - as above
