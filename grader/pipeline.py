@@ -245,7 +245,7 @@ class Batch:
         """A fresh working folder for `submission`, holding its own gradebook: a copy of the template,
         where it is TEMPLATE_STUDENT."""
         work = Path(tempfile.mkdtemp(prefix=f"{submission.student}-", dir=self.scratch))
-        shutil.copyfile(self.template_db, work / "gradebook.db")
+        store.copy_gradebook(self.template_db, work / "gradebook.db")
         return work
 
     def close(self):

@@ -120,6 +120,37 @@ def patch_nbgrader():
         from sqlalchemy import event
         from sqlalchemy.engine import Engine
         event.listen(Engine, "connect", _no_sync_if_throwaway)
+        nbgrader.api.create_engine = _kept_engine
+
+
+# ---- a SQLite gradebook's engine, made once per process ----
+
+# nbgrader's Gradebook makes a new SQLAlchemy engine each time it is opened and disposes of it at close().
+# The engine holds the cache of compiled SQL, so every opening compiled each of its queries again: most of
+# the CPU of recording a graded submission (merge and late open the course gradebook for every student).
+# The engines of the last few SQLite files opened are kept and handed out again. They pool no connection
+# (NullPool): each transaction connects to the file as it is then, so a gradebook replaced or deleted
+# meanwhile is read afresh, nothing open is carried into a forked process, and concurrent openings are
+# as independent as before. close() still disposes of the engine, which only drops its (empty) pool. Other
+# databases (PostgreSQL, in memory) get a new engine each time, as before.
+_ENGINES = {}       # (URL, options) -> engine, the latest used last
+_ENGINES_KEPT = 8   # the course gradebook, and the temporary gradebooks that grading threads open
+
+
+def _kept_engine(url, **options):
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.pool import NullPool
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:") or "poolclass" in options:
+        return create_engine(url, **options)
+    key = (str(url), tuple(sorted(options.items())))
+    with _LOCK:
+        engine = _ENGINES.pop(key, None) or create_engine(url, poolclass=NullPool, **options)
+        _ENGINES[key] = engine
+        for stale in list(_ENGINES)[:-_ENGINES_KEPT]:
+            del _ENGINES[stale]
+    return engine
 
 
 # ---- throw-away gradebooks: written without waiting for the disk ----
@@ -170,8 +201,70 @@ def gradebook(db_url):
     """nbgrader's Gradebook on `db_url`, with the patch applied (a new SQLite gradebook is created
     without the alembic program). Use it as `with store.gradebook(url) as gb:`."""
     patch_nbgrader()
+    return _checked_once()(db_url)
+
+
+@functools.cache
+def _checked_once():
+    """nbgrader's Gradebook, less the checks its opening makes again at every opening (the tables are there,
+    the course row is there: three queries and a dozen table look-ups, most of the cost of opening) on a
+    SQLite file this process has checked before under the same course id, when it still holds that course
+    row. The file is known by its device and inode, so a gradebook deleted or replaced since is checked as
+    nbgrader checks it (and a new file that happens to get the old one's inode still needs the course row)."""
     from nbgrader.api import Gradebook
-    return Gradebook(db_url)
+    from sqlalchemy import text
+    from sqlalchemy.exc import SQLAlchemyError
+    from sqlalchemy.orm import scoped_session, sessionmaker
+
+    class CheckedOnce(Gradebook):
+        def __init__(self, db_url, course_id="default_course", authenticator=None):
+            known = _sqlite_identity(db_url, course_id)
+            if known is not None and known in _CHECKED:
+                engine = _kept_engine(db_url, echo=False, future=True)
+                try:
+                    with engine.connect() as connection:
+                        present = connection.execute(text("SELECT 1 FROM course WHERE id = :id"),
+                                                     {"id": course_id}).first() is not None
+                except SQLAlchemyError:
+                    present = False
+                if present:     # what Gradebook.__init__ sets, its checks left out
+                    self.engine = engine
+                    self.db = scoped_session(sessionmaker(autoflush=True, bind=engine, future=True))
+                    self.course_id = course_id
+                    self.authenticator = authenticator
+                    return
+            super().__init__(db_url, course_id, authenticator)
+            checked = _sqlite_identity(db_url, course_id)     # the file may be new
+            if checked is not None:
+                with _LOCK:
+                    _CHECKED.add(checked)
+    return CheckedOnce
+
+
+_CHECKED = set()    # (URL, course id, device, inode) of the SQLite gradebooks checked in this process
+
+
+def _sqlite_identity(db_url, course_id):
+    """(URL, course id, device, inode) of an existing SQLite gradebook file, else None."""
+    if not db_url.startswith("sqlite:///"):
+        return None
+    try:
+        found = os.stat(db_url.removeprefix("sqlite:///"))
+    except OSError:
+        return None
+    return (db_url, course_id, found.st_dev, found.st_ino) if found.st_size else None
+
+
+def copy_gradebook(model, path):
+    """A copy of the SQLite gradebook file `model` at `path` (replacing any); opened later in this process,
+    it skips the checks `model` passed (a copy has its tables and course row)."""
+    shutil.copyfile(model, path)
+    model_url, copy_url = f"sqlite:///{model}", f"sqlite:///{path}"
+    with _LOCK:
+        passed = {course for url, course, *_ in _CHECKED if url == model_url}
+        for course in passed:
+            if _sqlite_identity(model_url, course) in _CHECKED:
+                _CHECKED.add(_sqlite_identity(copy_url, course))
 
 
 def gradebook_exists(db_url):

@@ -75,6 +75,49 @@ def test_only_throwaway_gradebooks_are_written_without_disk_syncs(tmp_path):
     assert synchronous(scratch / "later") == 2, "a folder no longer throw-away still skips the syncs"
 
 
+def test_a_sqlite_gradebook_keeps_its_engine_and_is_read_afresh_after_being_replaced(tmp_path):
+    """Reopening a SQLite gradebook reuses its engine (its compiled SQL) and skips the checks it passed; no
+    connection stays open, so a gradebook replaced meanwhile is read as it now is, and one that lost its
+    tables or course row is checked (made) again, even where the new file got the old one's inode."""
+    import sqlite3
+    url = store.sqlite_url(tmp_path)
+    with store.gradebook(url) as gb:
+        gb.update_or_create_student("ada")
+        engine = gb.engine
+    with store.gradebook(url) as gb:
+        assert gb.engine is engine
+        assert [s.id for s in gb.students] == ["ada"]
+    other = tmp_path / "other"
+    other.mkdir()
+    with store.gradebook(store.sqlite_url(other)) as gb:
+        gb.update_or_create_student("grace")
+    (other / "gradebook.db").replace(tmp_path / "gradebook.db")
+    with store.gradebook(url) as gb:
+        assert [s.id for s in gb.students] == ["grace"]
+    (tmp_path / "gradebook.db").unlink()
+    with sqlite3.connect(tmp_path / "gradebook.db") as connection:     # a SQLite file, not a gradebook
+        connection.execute("CREATE TABLE unrelated (x)")
+    with store.gradebook(url) as gb:
+        assert gb.students == []
+        gb.update_or_create_student("lin")
+    with store.gradebook(url) as gb:
+        assert [s.id for s in gb.students] == ["lin"]
+
+
+def test_a_copy_of_a_checked_gradebook_opens_without_the_checks_and_holds_the_same(tmp_path, monkeypatch):
+    from nbgrader.api import Gradebook
+    url = store.sqlite_url(tmp_path)
+    with store.gradebook(url) as gb:
+        gb.update_or_create_student("ada")
+    copy = tmp_path / "copy.db"
+    store.copy_gradebook(tmp_path / "gradebook.db", copy)
+    checks = []
+    monkeypatch.setattr(Gradebook, "check_course", lambda self, *a, **k: checks.append(a))
+    with store.gradebook(f"sqlite:///{copy}") as gb:
+        assert [s.id for s in gb.students] == ["ada"]
+    assert checks == []
+
+
 def test_the_saved_outcomes_keep_the_latest_and_never_let_missing_replace_a_grade(tmp_path):
     course = COURSE.with_grading_dir(tmp_path)
     with pytest.raises(FileNotFoundError, match="run autograde first"):

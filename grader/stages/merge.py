@@ -9,6 +9,8 @@ manual grading -- never a silent zero."""
 import shutil
 from pathlib import Path
 
+from nbgrader import api
+
 from .. import cells, store
 from ..lms import NBGRADER_KEYS
 from ..submission import TEMPLATE_STUDENT, Status
@@ -38,21 +40,42 @@ def merge_gradebook(assignment_id, student, temp_db_url, course_db_url, temp_stu
     with store.gradebook(temp_db_url) as temp, store.gradebook(course_db_url) as course:
         course.update_or_create_student(student)
         course.update_or_create_submission(assignment_id, student)
-        source = temp.find_submission_notebook(assignment_id, assignment_id, temp_student)
-        target = course.find_submission_notebook(assignment_id, assignment_id, student)
-        # each notebook's grades and comments loaded at once, not one query per cell (find_grade)
-        grades = {grade.name: grade for grade in target.grades}
-        comments = {comment.name: comment for comment in target.comments}
-        for grade in source.grades:
-            into = grades[grade.name]
+        source = _submitted_notebook_id(temp, assignment_id, temp_student)
+        target = _submitted_notebook_id(course, assignment_id, student)
+        grades, comments = _by_cell_name(course, api.Grade, target), _by_cell_name(course, api.Comment, target)
+        for name, grade in _by_cell_name(temp, api.Grade, source).items():
+            into = grades[name]
             into.auto_score = grade.auto_score
             if into.manual_score is None:
                 into.needs_manual_grade = grade.needs_manual_grade
             else:
-                into.needs_manual_grade = grade.name not in unchanged
-        for comment in source.comments:
-            comments[comment.name].auto_comment = comment.auto_comment
+                into.needs_manual_grade = name not in unchanged
+        for name, comment in _by_cell_name(temp, api.Comment, source).items():
+            comments[name].auto_comment = comment.auto_comment
         course.db.commit()
+
+
+def _submitted_notebook_id(gradebook, assignment_id, student):
+    """The id of the student's submitted notebook (an assignment's one notebook has its name), as
+    nbgrader's find_submission_notebook finds it, less the dozen computed scores it loads with the row;
+    none: nbgrader's own look-up raises its MissingEntry."""
+    found = gradebook.db.query(api.SubmittedNotebook.id)\
+        .join(api.Notebook, api.Notebook.id == api.SubmittedNotebook.notebook_id)\
+        .join(api.SubmittedAssignment, api.SubmittedAssignment.id == api.SubmittedNotebook.assignment_id)\
+        .join(api.Assignment, api.Assignment.id == api.SubmittedAssignment.assignment_id)\
+        .filter(api.Notebook.name == assignment_id, api.Assignment.name == assignment_id,
+                api.SubmittedAssignment.student_id == student)\
+        .scalar()
+    return found if found is not None else gradebook.find_submission_notebook(assignment_id, assignment_id, student).id
+
+
+def _by_cell_name(gradebook, model, submitted_id):
+    """{cell name: row} of `model` (Grade or Comment) in a submitted notebook, with each row's cell name from
+    the same query (reading `row.name` loads the row's cell, one query a row). nbgrader keeps a notebook's
+    cell names unique."""
+    rows = gradebook.db.query(model, api.BaseCell.name).join(api.BaseCell, api.BaseCell.id == model.cell_id)\
+        .filter(model.notebook_id == submitted_id)
+    return {name: row for row, name in rows}
 
 
 def unchanged_grades(previous_path, new_path):

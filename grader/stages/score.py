@@ -10,7 +10,7 @@ from nbgrader import api
 from nbgrader.preprocessors import LimitOutput, SaveAutoGrades
 from traitlets.config import Config
 
-from .. import cells
+from .. import cells, store
 from ..submission import TEMPLATE_STUDENT, Status
 
 
@@ -76,7 +76,7 @@ class _SaveAutoGrades(SaveAutoGrades):
         self.notebook_id = resources["nbgrader"]["notebook"]
         self.assignment_id = resources["nbgrader"]["assignment"]
         self.student_id = resources["nbgrader"]["student"]
-        with api.Gradebook(resources["nbgrader"]["db_url"]) as gradebook:
+        with store.gradebook(resources["nbgrader"]["db_url"]) as gradebook:
             self.gradebook = _Preloaded(gradebook, self.notebook_id, self.assignment_id, self.student_id)
             # SaveAutoGrades.preprocess, less its Gradebook(db_url)
             nb, resources = super(SaveAutoGrades, self).preprocess(nb, resources)
