@@ -18,9 +18,10 @@ The gradebook is opened here too, with the one change the course makes to nbgrad
 every new gradebook with its schema's alembic revision, which it finds by running the `alembic`
 program (`nbgrader.api.get_alembic_version`): about 2.8 CPU-s each time (twice per graded batch),
 and a failure when the environment's bin folder is not on PATH. alembic's Python API gives the same
-answer from the same scripts; it is asked once per process. And a gradebook that is thrown away
-after the run (a batch's scratch copies, the demo's) is written without disk syncs
-(`throwaway_gradebooks`); the course gradebook never is.
+answer from the same scripts; it is asked once per process. A SQLite gradebook's engine (and so its
+compiled SQL) is made once per process, and the checks nbgrader makes at every opening once per file
+(`_kept_engine`, `gradebook`). And a gradebook that is thrown away after the run (a batch's scratch
+copies, the demo's) is written without disk syncs (`throwaway_gradebooks`); the course gradebook never is.
 """
 import datetime
 import functools
