@@ -268,6 +268,20 @@ def copy_gradebook(model, path):
                 _CHECKED.add(_sqlite_identity(copy_url, course))
 
 
+def submitted_notebook_id(gb, notebook, assignment, student):
+    """The id of a student's submitted notebook in the open gradebook `gb`, as nbgrader's
+    find_submission_notebook finds it, without the dozen computed scores that loads with the row; None
+    where there is none."""
+    from nbgrader import api
+    return gb.db.query(api.SubmittedNotebook.id)\
+        .join(api.Notebook, api.Notebook.id == api.SubmittedNotebook.notebook_id)\
+        .join(api.SubmittedAssignment, api.SubmittedAssignment.id == api.SubmittedNotebook.assignment_id)\
+        .join(api.Assignment, api.Assignment.id == api.SubmittedAssignment.assignment_id)\
+        .filter(api.Notebook.name == notebook, api.Assignment.name == assignment,
+                api.SubmittedAssignment.student_id == student)\
+        .scalar()
+
+
 def gradebook_exists(db_url):
     """False only for a SQLite gradebook whose file is not there yet (opening would create it)."""
     return not (db_url.startswith("sqlite:///") and not Path(db_url.removeprefix("sqlite:///")).exists())

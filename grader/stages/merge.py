@@ -56,16 +56,9 @@ def merge_gradebook(assignment_id, student, temp_db_url, course_db_url, temp_stu
 
 
 def _submitted_notebook_id(gradebook, assignment_id, student):
-    """The id of the student's submitted notebook (an assignment's one notebook has its name), as
-    nbgrader's find_submission_notebook finds it, less the dozen computed scores it loads with the row;
-    none: nbgrader's own look-up raises its MissingEntry."""
-    found = gradebook.db.query(api.SubmittedNotebook.id)\
-        .join(api.Notebook, api.Notebook.id == api.SubmittedNotebook.notebook_id)\
-        .join(api.SubmittedAssignment, api.SubmittedAssignment.id == api.SubmittedNotebook.assignment_id)\
-        .join(api.Assignment, api.Assignment.id == api.SubmittedAssignment.assignment_id)\
-        .filter(api.Notebook.name == assignment_id, api.Assignment.name == assignment_id,
-                api.SubmittedAssignment.student_id == student)\
-        .scalar()
+    """The id of the student's submitted notebook (an assignment's one notebook has its name); none:
+    nbgrader's own look-up raises its MissingEntry."""
+    found = store.submitted_notebook_id(gradebook, assignment_id, assignment_id, student)
     return found if found is not None else gradebook.find_submission_notebook(assignment_id, assignment_id, student).id
 
 

@@ -96,13 +96,7 @@ class _Preloaded:
         self.db = _CommitLater(gradebook.db)
         # the submitted notebook's id alone (find_submission_notebook's row carries a dozen computed scores);
         # none: nbgrader's own look-ups raise, as they would have
-        submitted = gradebook.db.query(api.SubmittedNotebook.id)\
-            .join(api.Notebook, api.Notebook.id == api.SubmittedNotebook.notebook_id)\
-            .join(api.SubmittedAssignment, api.SubmittedAssignment.id == api.SubmittedNotebook.assignment_id)\
-            .join(api.Assignment, api.Assignment.id == api.SubmittedAssignment.assignment_id)\
-            .join(api.Student, api.Student.id == api.SubmittedAssignment.student_id)\
-            .filter(api.Notebook.name == notebook, api.Assignment.name == assignment, api.Student.id == student)\
-            .scalar()
+        submitted = store.submitted_notebook_id(gradebook, notebook, assignment, student)
         key = (notebook, assignment, student)
         self.grades = _by_cell_name(gradebook.db, api.Grade, (api.TaskCell, api.GradeCell), submitted, key)
         self.comments = _by_cell_name(gradebook.db, api.Comment, (api.TaskCell, api.SolutionCell), submitted, key)
