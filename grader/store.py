@@ -282,6 +282,15 @@ def submitted_notebook_id(gb, notebook, assignment, student):
         .scalar()
 
 
+def cell_rows(gb, model, submitted_id):
+    """(row, its cell's name, its cell's kind) for every row of `model` (nbgrader's Grade or Comment) in the
+    submitted notebook `submitted_id`, in one query (reading `row.name` would load each row's cell, a query
+    a row)."""
+    from nbgrader import api
+    return gb.db.query(model, api.BaseCell.name, api.BaseCell.type)\
+        .join(api.BaseCell, api.BaseCell.id == model.cell_id).filter(model.notebook_id == submitted_id)
+
+
 def gradebook_exists(db_url):
     """False only for a SQLite gradebook whose file is not there yet (opening would create it)."""
     return not (db_url.startswith("sqlite:///") and not Path(db_url.removeprefix("sqlite:///")).exists())

@@ -63,12 +63,9 @@ def _submitted_notebook_id(gradebook, assignment_id, student):
 
 
 def _by_cell_name(gradebook, model, submitted_id):
-    """{cell name: row} of `model` (Grade or Comment) in a submitted notebook, with each row's cell name from
-    the same query (reading `row.name` loads the row's cell, one query a row). nbgrader keeps a notebook's
-    cell names unique."""
-    rows = gradebook.db.query(model, api.BaseCell.name).join(api.BaseCell, api.BaseCell.id == model.cell_id)\
-        .filter(model.notebook_id == submitted_id)
-    return {name: row for row, name in rows}
+    """{cell name: row} of `model` (Grade or Comment) in a submitted notebook; nbgrader keeps a notebook's cell
+    names unique."""
+    return {name: row for row, name, _ in store.cell_rows(gradebook, model, submitted_id)}
 
 
 def unchanged_grades(previous_path, new_path):

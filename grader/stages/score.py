@@ -98,8 +98,8 @@ class _Preloaded:
         # none: nbgrader's own look-ups raise, as they would have
         submitted = store.submitted_notebook_id(gradebook, notebook, assignment, student)
         key = (notebook, assignment, student)
-        self.grades = _by_cell_name(gradebook.db, api.Grade, (api.TaskCell, api.GradeCell), submitted, key)
-        self.comments = _by_cell_name(gradebook.db, api.Comment, (api.TaskCell, api.SolutionCell), submitted, key)
+        self.grades = _by_cell_name(gradebook, api.Grade, (api.TaskCell, api.GradeCell), submitted, key)
+        self.comments = _by_cell_name(gradebook, api.Comment, (api.TaskCell, api.SolutionCell), submitted, key)
 
     def find_grade(self, grade_cell, notebook, assignment, student):
         found = self.grades.get((grade_cell, notebook, assignment, student))
@@ -111,7 +111,7 @@ class _Preloaded:
             else self.gradebook.find_comment(solution_cell, notebook, assignment, student)
 
 
-def _by_cell_name(db, model, cell_kinds, submitted, key):
+def _by_cell_name(gradebook, model, cell_kinds, submitted, key):
     """{(cell name, *key): row} of `model` (Grade or Comment) in the submitted notebook `submitted` (its id),
     for cells of the kinds in `cell_kinds`; of two of the same name, the later kind's (nbgrader's find_grade
     and find_comment look for one kind, then the other). One query, the cell's kind its own column."""
@@ -119,9 +119,7 @@ def _by_cell_name(db, model, cell_kinds, submitted, key):
     found, ranks = {}, {}
     if submitted is None:
         return found
-    rows = db.query(model, api.BaseCell.name, api.BaseCell.type).join(api.BaseCell, api.BaseCell.id == model.cell_id)\
-        .filter(model.notebook_id == submitted)
-    for row, name, kind in rows:
+    for row, name, kind in store.cell_rows(gradebook, model, submitted):
         if kind in rank and rank[kind] >= ranks.get(name, -1):
             found[(name, *key)], ranks[name] = row, rank[kind]
     return found
