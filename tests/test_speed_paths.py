@@ -566,3 +566,70 @@ def test_a_test_cells_call_in_the_kernel_shows_no_result(tmp_path):
     assert calls, "no test cell's call in the instrumented notebook"
     shown = [call for call in calls if not DisplayHook.semicolon_at_end_of_expression(call)]
     assert not shown, f"these calls would show their record as the cell's result: {shown}"
+
+
+IPYTHON_SYNTAX = [
+    "%matplotlib inline\nimport torch\n", "x = %time 1 + 1\n", "files = !ls -a\nprint(files)\n", "!pip install torch\n",
+    "len?\n", "torch.nn.Linear??\n", ",print a b\n", ";print a b\n", "/print 1 2\n", "%%time\nx = 1\n",
+    "if True:\n    !ls\n    %time pass\n", "for i in range(3):\n    y = %who_ls\n", "  x = 1\n  y = 2\n",
+    ">>> x = 1\n>>> print(x)\n", "In [1]: x = 2\n", "print(7 % 4, f'{0.5:.1%}', 1 != 2, 'what?')  # why?\n",
+    "s = '''\n!not a shell command\n%not a magic\n'''\n", "total = (1\n         / 2)\n", "x = 1; print(x)\n",
+    "def f(a, b):\n    return a %b\n", "import asyncio\nawait asyncio.sleep(0)\n", "print('unclosed\n",
+    "x = (1,\n", "a = !=\n", "obj = None\nobj?\n", "x.y[0]??\n", "%load_ext autoreload\n%autoreload 2\n",
+]
+
+
+def _course_cells():
+    from support import COURSE
+    paths = sorted(COURSE.root.glob("lectures/*.ipynb")) + sorted(COURSE.root.glob("solutions/*/*.ipynb"))
+    return [cell.source for path in paths for cell in cells.read(path).cells if cell.cell_type == "code"]
+
+
+def test_fast_cell_transforms_transform_every_cell_as_ipython_does():
+    """The graded kernel's shortcut past IPython's token transforms and its async check (grader/runtime/record.py
+    fast_cell_transforms): every cell of the course, and cells of every kind of IPython syntax, are transformed
+    into what IPython makes of them, and run as a coroutine exactly when IPython would."""
+    import functools
+    from types import SimpleNamespace
+
+    from IPython.core.inputtransformer2 import TransformerManager
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from grader.runtime.record import fast_cell_transforms
+
+    def shell():
+        return SimpleNamespace(input_transformer_manager=TransformerManager(),
+                               should_run_async=functools.partial(InteractiveShell.should_run_async,
+                                                                  SimpleNamespace(autoawait=True)))
+
+    ipython, fast = shell(), shell()
+    fast_cell_transforms(fast)
+    assert fast.input_transformer_manager.do_token_transforms.course_fast_path, "the shortcut was not installed"
+    sources = IPYTHON_SYNTAX + _course_cells()
+    assert len(sources) > 300
+    for source in sources:
+        results = []
+        for each in (ipython, fast):
+            try:
+                transformed = each.input_transformer_manager.transform_cell(source)
+            except Exception as error:  # noqa: BLE001 - the same error is what must come out
+                results.append(("raised", type(error)))
+                continue
+            results.append((transformed, each.should_run_async(source, transformed_cell=transformed)))
+        assert results[0] == results[1], f"the shortcut changes what IPython makes of {source!r}"
+    assert ipython.should_run_async("", transformed_cell="import asyncio\nawait asyncio.sleep(0)\n")
+    assert not fast.should_run_async("", transformed_cell="x = 1\n")
+
+
+def test_fast_cell_transforms_leave_a_changed_transformer_manager_alone():
+    from types import SimpleNamespace
+
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    from grader.runtime.record import fast_cell_transforms
+
+    manager = TransformerManager()
+    manager.token_transformers = manager.token_transformers[:2]
+    shell = SimpleNamespace(input_transformer_manager=manager, should_run_async=None)
+    fast_cell_transforms(shell)
+    assert not getattr(manager.do_token_transforms, "course_fast_path", False) and shell.should_run_async is None

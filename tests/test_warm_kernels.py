@@ -158,6 +158,20 @@ def test_triton_s_interpreter_runs_in_a_warm_kernel(warm, tmp_path):
     assert ".triton" not in written, f"the interpreter wrote a cache into the kernel's folders: {written}"
 
 
+def test_a_graded_kernel_runs_ipython_syntax_as_ipython_does(warm, tmp_path):
+    """The graded kernel's shortcut past IPython's input transforms (grader/runtime/record.py
+    fast_cell_transforms) leaves magics, cell magics, top-level await and Python that merely looks
+    like them (modulo, percent formats, !=, a question mark in a string) doing what they do in Jupyter."""
+    run = run_notebook(_notebook("value = 7 % 4\nprint(value, f'{0.25:.0%}', value != 2, 'why?')",
+                                 "names = %who_ls\nprint('value' in names)",
+                                 "%%capture captured\nprint('out of sight')",
+                                 "print(captured.stdout.strip())",
+                                 "import asyncio\nawait asyncio.sleep(0)\nprint('awaited')",
+                                 "len?"),
+                       tmp_path / "student", total_timeout=120, kernel_server=warm)
+    assert _printed(run).split() == ["3", "25%", "True", "why?", "True", "out", "of", "sight", "awaited"]
+
+
 def test_a_kernel_dies_with_the_process_that_started_it(warm, tmp_path):
     """jupyter_client's caller may exit without shutting its kernel down: the kernel must not stay."""
     runtime = Path(tempfile.mkdtemp(prefix="grader-kernel-", dir="/tmp"))

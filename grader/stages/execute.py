@@ -75,8 +75,8 @@ def instrument(nb, split, control):
     prelude = (RECORDER_SOURCE + "\n__course_grader__ = TestRecorder(" + repr(checks_source())
                + f", records_dir=os.path.join(os.getcwd(), {RECORDS_DIR!r}), "
                + f"inbox=os.path.join(os.getcwd(), {TEST_CODE_FILE!r}), python={tuple(sys.version_info[:2])!r})\n"
-               + "fast_flop_counter()\nfast_triton_interpreter()\n"
-               + "del TestRecorder, fast_flop_counter, fast_triton_interpreter\n")
+               + "fast_flop_counter()\nfast_triton_interpreter()\nfast_cell_transforms(get_ipython())\n"
+               + "del TestRecorder, fast_flop_counter, fast_triton_interpreter, fast_cell_transforms\n")
     codes = Path(control) / TEST_CODE_DIR
     codes.mkdir(parents=True, exist_ok=True)
     (codes / PRELUDE_CODE).write_text(prelude, encoding="utf-8")
