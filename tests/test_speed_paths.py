@@ -633,3 +633,26 @@ def test_fast_cell_transforms_leave_a_changed_transformer_manager_alone():
     shell = SimpleNamespace(input_transformer_manager=manager, should_run_async=None)
     fast_cell_transforms(shell)
     assert not getattr(manager.do_token_transforms, "course_fast_path", False) and shell.should_run_async is None
+
+
+def test_fast_cell_names_are_ipykernels_names(monkeypatch):
+    """The graded kernel's MurmurHash2 (grader/runtime/record.py fast_cell_names) names every cell of the course
+    as ipykernel's does (tracebacks and a debugger see the same file names); where ipykernel's hash is another,
+    it stays."""
+    from ipykernel import compiler
+
+    from grader.runtime.record import fast_cell_names
+
+    original = compiler.murmur2_x86
+    monkeypatch.setattr(compiler, "murmur2_x86", original)
+    fast_cell_names()
+    fast = compiler.murmur2_x86
+    assert fast is not original and fast.course_fast_path
+    for source in IPYTHON_SYNTAX + _course_cells() + ["", "é", "😀x", "a" * 4099]:
+        assert fast(source, compiler.get_tmp_hash_seed()) == original(source, compiler.get_tmp_hash_seed()), source
+
+    def another_hash(data, seed):
+        return (seed + len(data)) & 0xFFFFFFFF
+    monkeypatch.setattr(compiler, "murmur2_x86", another_hash)
+    fast_cell_names()
+    assert compiler.murmur2_x86 is another_hash

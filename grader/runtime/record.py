@@ -433,3 +433,44 @@ def fast_cell_transforms(shell):
     do_token_transforms.course_fast_path = True
     manager.do_token_transforms = do_token_transforms
     shell.should_run_async = run_as_coroutine
+
+
+def fast_cell_names():
+    """ipykernel names each cell's code after a MurmurHash2 of its text (the file name its tracebacks show,
+    the one a debugger is told how to compute), written in Python a byte at a time: about 0.3 ms a kilobyte,
+    some 15 ms of a4's graded run. This computes the same hash a four-byte word at a time, and takes its
+    place only where it gives what ipykernel's gives on a sample of every tail length."""
+    try:
+        from ipykernel import compiler
+    except ImportError:
+        return
+    original = compiler.murmur2_x86
+    if getattr(original, "course_fast_path", False):
+        return
+    import array
+
+    def murmur2_x86(data, seed):
+        m, mask = 0x5BD1E995, 0xFFFFFFFF
+        raw = data.encode("utf8")
+        length = len(raw)
+        words = array.array("I" if array.array("I").itemsize == 4 else "L")
+        words.frombytes(raw[:length & ~3])
+        if sys.byteorder == "big":
+            words.byteswap()
+        h = seed ^ length
+        for k in words:
+            k = (k * m) & mask
+            k = ((k ^ (k >> 24)) * m) & mask
+            h = ((h * m) & mask) ^ k
+        tail = raw[length & ~3:]
+        if tail:
+            h = ((h ^ int.from_bytes(tail, "little")) * m) & mask
+        h = ((h ^ (h >> 13)) * m) & mask
+        return h ^ (h >> 15)
+
+    sample = "".join(chr(32 + (7 * i) % 95) for i in range(257)) + "é∑😀"
+    if all(murmur2_x86(sample[:n], seed) == original(sample[:n], seed)
+           for n in (0, 1, 2, 3, 4, 5, 6, 7, 100, 257, 258, 259, 260) for seed in (0, 0xC70F6907)):
+        murmur2_x86.course_fast_path = True
+        murmur2_x86.replaces = original
+        compiler.murmur2_x86 = murmur2_x86
