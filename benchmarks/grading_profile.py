@@ -154,8 +154,8 @@ def profile_worker(aid, top, clock):
             runtime = Path(tempfile.mkdtemp(prefix="grader-kernel-", dir="/tmp"))
             limits = Limits()
             name = write_kernelspec(control, kernel_dir, runtime, limits, kernel_server=batch.kernel_server)
-            nbformat.write(execute.instrument(submission.notebook, batch.trace.split, control),
-                           str(control / "run.ipynb"))
+            execute_worker.write_notebook(execute.instrument(submission.notebook, batch.trace.split, control),
+                                          control / "run.ipynb")
             saved = dict(os.environ)
             os.environ.update(GRADED_RUN_ENV, JUPYTER_PATH=str(control), JUPYTER_RUNTIME_DIR=str(runtime))
             try:

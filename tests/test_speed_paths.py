@@ -656,3 +656,19 @@ def test_fast_cell_names_are_ipykernels_names(monkeypatch):
     monkeypatch.setattr(compiler, "murmur2_x86", another_hash)
     fast_cell_names()
     assert compiler.murmur2_x86 is another_hash
+
+
+def test_the_workers_notebooks_read_back_as_written(tmp_path):
+    """run.ipynb and executed.ipynb go between the grader and its worker as plain JSON (grader/runtime/
+    execute_worker.py write_notebook); nbformat reads back the notebook that was written, outputs, multi-line
+    sources and any character included."""
+    import nbformat
+
+    from grader.runtime.execute_worker import write_notebook
+    from support import COURSE
+
+    nb = cells.read(COURSE.root / "lectures" / "02_self_attention.ipynb")
+    nb.cells.append(nbformat.v4.new_code_cell("print('é∑😀')\n\n# two lines", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="é∑😀\nline two\n")]))
+    write_notebook(nb, tmp_path / "run.ipynb")
+    assert nbformat.read(tmp_path / "run.ipynb", as_version=4) == nb

@@ -27,7 +27,7 @@ import torch
 from .. import cells
 from ..course import CELL_TIMEOUT_S, KERNEL_NAME, PACKAGE_REPO
 from ..provided import checks_source
-from ..runtime.execute_worker import TEST_CODE_DIR, TEST_CODE_FILE, TEST_CODE_KEY
+from ..runtime.execute_worker import TEST_CODE_DIR, TEST_CODE_FILE, TEST_CODE_KEY, write_notebook
 from ..sandbox import ENVIRON_LOCK, GRADED_RUN_ENV, ForkServer, Limits, read_json, write_kernelspec
 from ..split import split_notebook
 from ..submission import NotGraded
@@ -141,7 +141,7 @@ def _run(nb, kernel_dir, control, runtime, cell_timeout, total_timeout, limits, 
     kernel_name = KERNEL_NAME
     if sandboxed or kernel_server is not None:     # a warm kernel is sandboxed by its server
         kernel_name = write_kernelspec(control, kernel_dir, runtime, limits, kernel_server=kernel_server)
-    nbformat.write(instrument(nb, split, control), str(control / "run.ipynb"))
+    write_notebook(instrument(nb, split, control), control / "run.ipynb")
     code_cells = sum(cell.cell_type == "code" for cell in nb.cells)
     total_timeout = total_timeout or min(cell_timeout * (code_cells + 2), TOTAL_TIMEOUT_MAX_S)
     with ENVIRON_LOCK:   # an in-process run in another thread may be changing it (grader/inprocess.py)
