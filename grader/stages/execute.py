@@ -77,7 +77,8 @@ def instrument(nb, split, control):
                + f"inbox=os.path.join(os.getcwd(), {TEST_CODE_FILE!r}), python={tuple(sys.version_info[:2])!r})\n"
                + "fast_flop_counter()\nfast_triton_interpreter()\nfast_cell_transforms(get_ipython())\n"
                + "fast_cell_names()\n"
-               + "del TestRecorder, fast_flop_counter, fast_triton_interpreter, fast_cell_transforms, fast_cell_names\n")
+               + "del TestRecorder, fast_flop_counter, fast_triton_interpreter, fast_cell_transforms, "
+               + "fast_cell_names\n")
     codes = Path(control) / TEST_CODE_DIR
     codes.mkdir(parents=True, exist_ok=True)
     (codes / PRELUDE_CODE).write_text(prelude, encoding="utf-8")
