@@ -167,9 +167,13 @@ def test_a_graded_kernel_runs_ipython_syntax_as_ipython_does(warm, tmp_path):
                                  "%%capture captured\nprint('out of sight')",
                                  "print(captured.stdout.strip())",
                                  "import asyncio\nawait asyncio.sleep(0)\nprint('awaited')",
-                                 "len?"),
+                                 "len?",
+                                 "from ipykernel import compiler\n"
+                                 "print(get_ipython().input_transformer_manager.do_token_transforms.course_fast_path,"
+                                 " compiler.murmur2_x86.course_fast_path)"),
                        tmp_path / "student", total_timeout=120, kernel_server=warm)
-    assert _printed(run).split() == ["3", "25%", "True", "why?", "True", "out", "of", "sight", "awaited"]
+    assert _printed(run).split() == ["3", "25%", "True", "why?", "True", "out", "of", "sight", "awaited",
+                                     "True", "True"], "the shortcuts are not in place (or IPython syntax broke)"
 
 
 def test_a_kernel_dies_with_the_process_that_started_it(warm, tmp_path):

@@ -453,7 +453,7 @@ def fast_cell_names():
         m, mask = 0x5BD1E995, 0xFFFFFFFF
         raw = data.encode("utf8")
         length = len(raw)
-        words = array.array("I" if array.array("I").itemsize == 4 else "L")
+        words = array.array("I")        # four bytes each wherever CPython runs; the check below holds it to that
         words.frombytes(raw[:length & ~3])
         if sys.byteorder == "big":
             words.byteswap()
