@@ -580,9 +580,9 @@ IPYTHON_SYNTAX = [
 
 
 def _course_cells():
-    from support import COURSE
-    paths = sorted(COURSE.root.glob("lectures/*.ipynb")) + sorted(COURSE.root.glob("solutions/*/*.ipynb"))
-    return [cell.source for path in paths for cell in cells.read(path).cells if cell.cell_type == "code"]
+    """Every code cell of the lectures and the solutions."""
+    from support.hosted import NOTEBOOKS
+    return [cell.source for path in NOTEBOOKS for cell in cells.read(path).cells if cell.cell_type == "code"]
 
 
 def test_fast_cell_transforms_transform_every_cell_as_ipython_does():
