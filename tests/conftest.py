@@ -61,6 +61,13 @@ def pytest_collection_modifyitems(config, items):
         seconds = max([SECONDS_BY_MARK[name] for name in marks if item.get_closest_marker(name)], default=0.1)
         cost[scope] = cost.get(scope, 0) + seconds
         first.setdefault(scope, index)
+    # a test that runs a whole notebook at once (the hosted runtime's run of it) takes about as long as
+    # nbval's run of its cells: lecture 12's, over a minute, handed out last would end the run beside
+    # the grading batches, which slow it by half
+    for item in items:
+        notebook = getattr(getattr(item, "function", None), "notebook", None)
+        if notebook is not None:
+            cost[_scope(item)] = max(cost[_scope(item)], cost.get(str(Path(notebook).relative_to(REPO)), 0))
     items.sort(key=lambda item: (-cost[_scope(item)], first[_scope(item)]))
 
 
