@@ -47,10 +47,10 @@ def pytest_collection_modifyitems(config, items):
     """Every test with a slow marker (a notebook's cells have theirs from ../conftest.py) is also `slow`
     (`make test-fast` runs -m "not slow"). Then the scopes pytest-xdist's --dist loadscope hands out (a
     test class, else a file) go heaviest first, each keeping its own order (a notebook's cells share one
-    kernel). A long scope handed out last (the hub's course loop, two minutes) keeps the run waiting while the
-    other worker idles; heaviest first, the many short tests fill the end instead. (`make test` passes
-    --no-loadscope-reorder, which keeps this order rather than xdist's own: most tests first, which put
-    every one-test scope, the hub's and each gate part's, last.)"""
+    kernel). A long scope handed out last (the hub's walk-through: two tests on one hub, nearly two minutes)
+    keeps the run waiting while the other worker idles; heaviest first, the many short tests fill the end
+    instead. (`make test` passes --no-loadscope-reorder, which keeps this order rather than xdist's own:
+    most tests first, which put every scope of one or two tests, the hub's and each gate part's, last.)"""
     for item in items:
         if any(item.get_closest_marker(name) for name in SLOW):
             item.add_marker(pytest.mark.slow)
